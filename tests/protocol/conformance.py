@@ -1,0 +1,69 @@
+"""Loaders for the real Kafka 4.0 captures under ``shared/conformance/kafka-4.0``."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+_DUMP_LINE = re.compile(r"^\| offset: (\d+) .*? key: (\{.*?\}) payload: (.*)$")
+_MARKER_LINE = re.compile(r"^\| offset: (\d+) .*? endTxnMarker: (\w+) coordinatorEpoch: (\d+)$")
+
+
+@dataclass(frozen=True)
+class CapturedRecord:
+    scenario: str
+    partition: int
+    offset: int
+    raw: dict[str, Any]
+
+    @property
+    def key(self) -> bytes:
+        return bytes.fromhex(self.raw["key_hex"])
+
+    @property
+    def value(self) -> bytes | None:
+        v = self.raw["value_hex"]
+        return None if v is None else bytes.fromhex(v)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.raw["batch"]["is_control"])
+
+
+def scenarios(shared: Path) -> list[Path]:
+    found = sorted(p for p in (shared / "conformance" / "kafka-4.0").iterdir() if (p / "records.jsonl").exists())
+    assert found, "no kafka-4.0 scenarios found"
+    return found
+
+
+def captured_records(shared: Path) -> Iterator[CapturedRecord]:
+    for scenario in scenarios(shared):
+        with open(scenario / "records.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                raw = json.loads(line)
+                yield CapturedRecord(scenario.name, raw["partition"], raw["offset"], raw)
+
+
+def dumplog_reference(shared: Path) -> dict[tuple[str, int, int], tuple[Any, Any]]:
+    """``(scenario, partition, offset) -> (key object, payload object or "<DELETE>")`` from Kafka's own tool,
+    and ``("marker", type, epoch)`` tuples for transaction markers."""
+    ref: dict[tuple[str, int, int], tuple[Any, Any]] = {}
+    for scenario in scenarios(shared):
+        for path in sorted((scenario / "dumplog").glob("*.txt")):
+            partition = int(re.search(r"__consumer_offsets-(\d+)\.", path.name).group(1))  # type: ignore[union-attr]
+            for line in path.read_text(encoding="utf-8").splitlines():
+                m = _DUMP_LINE.match(line)
+                if m:
+                    payload = m.group(3)
+                    ref[(scenario.name, partition, int(m.group(1)))] = (
+                        json.loads(m.group(2)),
+                        payload if payload == "<DELETE>" else json.loads(payload),
+                    )
+                    continue
+                m = _MARKER_LINE.match(line)
+                if m:
+                    ref[(scenario.name, partition, int(m.group(1)))] = ("marker", (m.group(2), int(m.group(3))))
+    return ref
