@@ -11,7 +11,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from ._wire import Uuid
+from ._wire import ZERO_UUID, Uuid
 from .records import CoordinatorRecord, UnknownRecord
 
 __all__ = ["to_plain", "record_to_plain"]
@@ -24,7 +24,7 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, Uuid):
-        return str(value)
+        return None if value == ZERO_UUID else str(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, (tuple, list)):

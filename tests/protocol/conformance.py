@@ -67,3 +67,55 @@ def dumplog_reference(shared: Path) -> dict[tuple[str, int, int], tuple[Any, Any
                 if m:
                     ref[(scenario.name, partition, int(m.group(1)))] = ("marker", (m.group(2), int(m.group(3))))
     return ref
+
+
+def rebuild_segments(shared: Path, scenario: str, out_dir: Path) -> list[Path]:
+    """Writes the scenario's records back into ``__consumer_offsets-N/00000000000000000000.log`` files, batch by
+    batch as the broker wrote them (same offsets, timestamps, producer ids, transactional and control flags)."""
+    from protocol.batch import ControlType, LogRecord, encode_batch, encode_control_batch
+
+    batches: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    with open(shared / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            raw = json.loads(line)
+            batches.setdefault((raw["partition"], raw["batch"]["base_offset"]), []).append(raw)
+    logs: dict[int, list[bytes]] = {}
+    for (partition, _base), rows in sorted(batches.items()):
+        header = rows[0]["batch"]
+        if header["is_control"]:
+            (row,) = rows
+            chunk = encode_control_batch(
+                ControlType.COMMIT if row["control"]["type"].upper() == "COMMIT" else ControlType.ABORT,
+                coordinator_epoch=row["control"]["coordinator_epoch"],
+                base_offset=row["offset"],
+                producer_id=header["producer_id"],
+                producer_epoch=header["producer_epoch"],
+                timestamp=row["timestamp"],
+                partition_leader_epoch=header["partition_leader_epoch"],
+            )
+        else:
+            chunk = encode_batch(
+                [
+                    LogRecord(
+                        offset=r["offset"],
+                        timestamp=r["timestamp"],
+                        key=bytes.fromhex(r["key_hex"]),
+                        value=None if r["value_hex"] is None else bytes.fromhex(r["value_hex"]),
+                    )
+                    for r in rows
+                ],
+                partition_leader_epoch=header["partition_leader_epoch"],
+                producer_id=header["producer_id"],
+                producer_epoch=header["producer_epoch"],
+                base_sequence=header["base_sequence"],
+                transactional=header["is_transactional"],
+            )
+        logs.setdefault(partition, []).append(chunk)
+    written = []
+    for partition, chunks in logs.items():
+        directory = out_dir / f"__consumer_offsets-{partition}"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "00000000000000000000.log"
+        path.write_bytes(b"".join(chunks))
+        written.append(path)
+    return written

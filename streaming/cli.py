@@ -1,0 +1,46 @@
+"""The ``groupscope`` command line.
+
+Every command reports bad input as one clear line on stderr and a non-zero exit status, never a traceback: users
+run this from scripts and on-call terminals.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .decode_command import FORMATS, run_decode
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="groupscope")
+def cli() -> None:
+    """groupscope: Kafka consumer-group offset and rebalance monitor."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="groupscope", show_default=True,
+              help="groupscope: rich JSON; kafka: the objects kafka-dump-log.sh --offsets-decoder prints.")
+@click.option("--no-verify-crc", is_flag=True, help="Decode batches even when their CRC does not match.")
+def decode(paths: tuple[str, ...], fmt: str, no_verify_crc: bool) -> None:
+    """Decode __consumer_offsets segment files (or partition / log directories) to JSON lines."""
+    sys.exit(run_decode(paths, fmt, not no_verify_crc))
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, and keep Python from complaining at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

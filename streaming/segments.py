@@ -1,0 +1,82 @@
+"""Finding and reading broker log segment files of ``__consumer_offsets`` (offline forensics).
+
+Accepts what a person points at: a segment file, a ``__consumer_offsets-N`` partition directory, or a broker log
+directory holding many of them. The partition number comes from the directory name, as in Kafka's own layout.
+This is the file-reading edge; decoding stays in ``protocol``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from protocol.batch import CorruptBatch, RecordBatch, iter_batches
+
+__all__ = ["Segment", "SegmentPathError", "find_segments", "read_segment"]
+
+_PARTITION_DIR = re.compile(r"^__consumer_offsets-(\d+)$")
+
+
+class SegmentPathError(ValueError):
+    """A path given by the user that holds no segment files."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    path: Path
+    partition: int | None  # None when the file is not inside a ``__consumer_offsets-N`` directory
+    base_offset: int | None  # from the file name (``00000000000000000042.log``)
+
+
+def _segment(path: Path) -> Segment:
+    match = _PARTITION_DIR.match(path.parent.name)
+    try:
+        base = int(path.stem)
+    except ValueError:
+        base = None
+    return Segment(path, int(match.group(1)) if match else None, base)
+
+
+def _segments_in_partition_dir(directory: Path) -> list[Segment]:
+    files = [p for p in directory.iterdir() if p.suffix == ".log" and p.is_file()]
+    return sorted((_segment(p) for p in files), key=lambda s: (s.base_offset is None, s.base_offset or 0, s.path.name))
+
+
+def find_segments(path: str | os.PathLike[str]) -> list[Segment]:
+    """Segments under ``path`` ordered by partition, then base offset. Raises :class:`SegmentPathError`."""
+    p = Path(path)
+    if not p.exists():
+        raise SegmentPathError(f"{p}: no such file or directory")
+    if p.is_file():
+        return [_segment(p)]
+    if _PARTITION_DIR.match(p.name):
+        found = _segments_in_partition_dir(p)
+    else:
+        found = []
+        partition_dirs = [d for d in p.iterdir() if d.is_dir() and _PARTITION_DIR.match(d.name)]
+        for d in sorted(partition_dirs, key=lambda d: int(_PARTITION_DIR.match(d.name).group(1))):  # type: ignore
+            found.extend(_segments_in_partition_dir(d))
+        if not found:
+            found = _segments_in_partition_dir(p)
+    if not found:
+        raise SegmentPathError(f"{p}: no .log segment files found (expected a segment, a __consumer_offsets-N "
+                               "directory or a broker log directory)")
+    return found
+
+
+def read_segment(segment: Segment, *, verify_crc: bool = True) -> Iterator[RecordBatch | CorruptBatch]:
+    """Batches of one segment file, memory-mapped so a 1 GiB segment is not copied into the heap."""
+    with open(segment.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                yield from iter_batches(view, verify_crc=verify_crc)
+            finally:
+                view.release()
