@@ -1,0 +1,353 @@
+"""KIP-848 consumer groups (record types 3-8 and 16), rebuilt the way ``GroupMetadataManager.replay`` does.
+
+Mirrors ``modern/consumer/ConsumerGroup.java`` and ``ConsumerGroupMember.java``: the group epoch (type 3), the
+subscription metadata (type 4, ≤ 4.0), members (type 5), the target assignment (types 6 and 7), each member's
+current assignment, epoch and state (type 8) and resolved regular expressions (type 16). The group state is derived
+after every change by :func:`states.derive_consumer_group_state` (``maybeUpdateGroupState``). Member records follow
+the :data:`states.MODERN_MEMBER` table: Kafka refuses a member-metadata tombstone before the current-assignment one.
+
+A rebalance is a group-epoch bump. Its outcome is known only once the target assignment reaches that epoch (type 6),
+so the Rebalance event is emitted then (or at once when the bump empties the group, or when a newer bump arrives
+first), comparing membership and target assignment with those of the previous epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol.records import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupCurrentMemberAssignmentValue_3_7,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMemberMetadataValue_3_7,
+    MemberState,
+)
+
+from . import events as ev
+from ._base import id_assignment
+from .rebalance import MemberView, StormDetector, infer_causes, movement
+from .states import (
+    MODERN_MEMBER,
+    ConsumerGroupState,
+    GroupType,
+    InconsistentRecord,
+    MemberLifecycle,
+    MemberTrigger,
+    apply,
+    derive_consumer_group_state,
+)
+
+__all__ = ["ConsumerMember", "ConsumerGroup", "LEAVE_GROUP_MEMBER_EPOCH"]
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+IdAssignment = dict[bytes, tuple[int, ...]]
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    """``ConsumerGroupMember`` with the Java builder's defaults."""
+
+    member_id: str
+    lifecycle: MemberLifecycle = MemberLifecycle.ABSENT
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    host: str = ""
+    topics: tuple[str, ...] = ()
+    regex: str = ""
+    rebalance_timeout: int = -1
+    server_assignor: str | None = None
+    classic_session_timeout: int | None = None  # set for a member that joined with the classic protocol
+    classic_protocols: tuple[str, ...] = ()
+    member_epoch: int = 0
+    previous_epoch: int = -1
+    state: int = int(MemberState.STABLE)
+    assigned: IdAssignment = field(default_factory=dict)
+    pending_revocation: IdAssignment = field(default_factory=dict)
+
+    def view(self, topics_of_regexes: dict[str, tuple[str, ...]]) -> MemberView:
+        topics = set(self.topics)
+        if self.regex:
+            topics.update(topics_of_regexes.get(self.regex, ()))
+        return MemberView(self.member_id, self.instance_id, self.client_id, self.host, frozenset(topics), None)
+
+    def to_tuple(self) -> tuple:
+        return (self.member_id, self.lifecycle.value, self.instance_id, self.rack_id, self.client_id, self.host,
+                self.topics, self.regex, self.rebalance_timeout, self.server_assignor, self.classic_session_timeout,
+                self.classic_protocols, self.member_epoch, self.previous_epoch, self.state,
+                tuple(self.assigned.items()), tuple(self.pending_revocation.items()))
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "ConsumerMember":
+        return cls(t[0], MemberLifecycle(t[1]), *t[2:15], dict(t[15]), dict(t[16]))
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    metadata_hash: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, IdAssignment] = field(default_factory=dict)
+    subscription_metadata: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # name -> (id, partitions)
+    regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    state: ConsumerGroupState = ConsumerGroupState.EMPTY
+    rebalances: int = 0
+    last_rebalance_ts: int | None = None
+    # the membership / target / partition counts at the last finalised epoch, and an epoch bump awaiting its target
+    epoch_views: dict[str, MemberView] | None = None
+    epoch_target: dict[str, IdAssignment] = field(default_factory=dict)
+    epoch_partitions: dict[str, int] = field(default_factory=dict)
+    epoch_ts: int | None = None
+    pending_epoch: tuple[int, int, int, int] | None = None  # (new epoch, previous epoch, offset, timestamp)
+
+    group_type = GroupType.CONSUMER
+
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    # ---- derived state -------------------------------------------------------------------------------------
+
+    def update_state(self, offset: int, timestamp: int, out: list) -> None:
+        """Recomputes the state (``maybeUpdateGroupState``) and reports a change."""
+        new = derive_consumer_group_state(
+            len(self.members), self.group_epoch, self.assignment_epoch,
+            ((m.member_epoch, m.state) for m in self.members.values()))
+        if new != self.state:
+            out.append(ev.GroupStateChanged(self.group_id, offset, timestamp, GroupType.CONSUMER, self.state.value,
+                                            new.value))
+            self.state = new
+
+    def _member(self, member_id: str) -> ConsumerMember:
+        m = self.members.get(member_id)
+        if m is None:
+            m = self.members[member_id] = ConsumerMember(member_id)
+        return m
+
+    # ---- replay, one method per record type -----------------------------------------------------------------
+
+    def replay_epoch(self, epoch: int, metadata_hash: int, offset: int, timestamp: int, storms: StormDetector,
+                     out: list) -> None:
+        """Type 3 value: a new group epoch."""
+        old = self.group_epoch
+        self.group_epoch = epoch
+        self.metadata_hash = metadata_hash
+        if epoch != old:
+            if self.pending_epoch is not None:
+                self._finalise(offset, timestamp, storms, out)
+            self.pending_epoch = (epoch, old, offset, timestamp)
+            if not self.members:
+                self._finalise(offset, timestamp, storms, out)
+        self.update_state(offset, timestamp, out)
+
+    def replay_partition_metadata(self, topics, offset: int, timestamp: int) -> None:
+        """Type 4: the subscribed topics' ids and partition counts (tombstone = empty)."""
+        self.subscription_metadata = {t.topic_name: (t.topic_id, t.num_partitions) for t in topics}
+
+    def replay_member(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+        """Type 5: member metadata, or its tombstone (member removed).
+
+        Raises:
+            InvalidTransition: a member-metadata tombstone before the current-assignment tombstone.
+            InconsistentRecord: a member removed while still in the target assignment.
+        """
+        gid = self.group_id
+        if value is None:
+            m = self.members.get(member_id)
+            if m is None:
+                return  # Kafka ignores a tombstone for an unknown member
+            apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA_TOMBSTONE)
+            if member_id in self.target:
+                raise InconsistentRecord(f"group {gid}: member {member_id} deleted but still in the target "
+                                         "assignment (type-7 tombstone missing)")
+            del self.members[member_id]
+            out.append(ev.MemberLeft(gid, offset, timestamp, member_id, m.client_id, m.instance_id))
+            self.update_state(offset, timestamp, out)
+            return
+        m = self.members.get(member_id)
+        created = m is None
+        if created:
+            m = self.members[member_id] = ConsumerMember(member_id)
+        m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+        m.instance_id = value.instance_id
+        m.rack_id = value.rack_id
+        m.client_id = value.client_id
+        m.host = value.client_host
+        m.topics = tuple(value.subscribed_topic_names)
+        m.regex = value.subscribed_topic_regex or ""
+        m.rebalance_timeout = value.rebalance_timeout_ms
+        m.server_assignor = value.server_assignor
+        if isinstance(value, ConsumerGroupMemberMetadataValue) and value.classic_member_metadata is not None:
+            cm = value.classic_member_metadata
+            m.classic_session_timeout = cm.session_timeout_ms
+            m.classic_protocols = tuple(p.name for p in cm.supported_protocols)
+        elif isinstance(value, (ConsumerGroupMemberMetadataValue, ConsumerGroupMemberMetadataValue_3_7)):
+            m.classic_session_timeout = None
+            m.classic_protocols = ()
+        if created:
+            out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, m.client_id, m.host,
+                                       m.instance_id))
+        self.update_state(offset, timestamp, out)
+
+    def replay_target_epoch(self, epoch: int | None, offset: int, timestamp: int, storms: StormDetector,
+                            out: list) -> None:
+        """Type 6: the target assignment reached ``epoch`` (None = tombstone, epoch -1).
+
+        Raises:
+            InconsistentRecord: a tombstone while members are still in the target assignment.
+        """
+        if epoch is None:
+            if self.target:
+                raise InconsistentRecord(f"group {self.group_id}: target assignment tombstone while "
+                                         f"{len(self.target)} members are still in it")
+            self.assignment_epoch = -1
+        else:
+            self.assignment_epoch = epoch
+            if self.pending_epoch is not None and epoch >= self.pending_epoch[0]:
+                self._finalise(offset, timestamp, storms, out)
+        self.update_state(offset, timestamp, out)
+
+    def replay_target_member(self, member_id: str, topic_partitions, offset: int, timestamp: int) -> None:
+        """Type 7: one member's target partitions (None = tombstone)."""
+        if topic_partitions is None:
+            self.target.pop(member_id, None)
+        else:
+            self.target[member_id] = id_assignment(topic_partitions)
+
+    def replay_current_assignment(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+        """Type 8: a member's epoch, state, assigned and pending-revocation partitions (tombstone = leaving)."""
+        m = self.members.get(member_id)
+        if value is None:
+            if m is None:
+                return
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle,
+                                MemberTrigger.CURRENT_ASSIGNMENT_TOMBSTONE)
+            m.member_epoch = m.previous_epoch = LEAVE_GROUP_MEMBER_EPOCH
+            m.assigned = {}
+            m.pending_revocation = {}
+        else:
+            created = m is None
+            if created:
+                m = self.members[member_id] = ConsumerMember(member_id)
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.CURRENT_ASSIGNMENT)
+            m.member_epoch = value.member_epoch
+            m.previous_epoch = value.previous_member_epoch
+            if isinstance(value, ConsumerGroupCurrentMemberAssignmentValue):
+                m.state = int(MemberState.parse(value.state))
+            elif isinstance(value, ConsumerGroupCurrentMemberAssignmentValue_3_7):
+                # 3.6/3.7 had no State: a member at its target epoch was stable.
+                m.state = int(MemberState.STABLE if value.member_epoch == value.target_member_epoch
+                              else MemberState.UNRELEASED_PARTITIONS)
+            m.assigned = id_assignment(value.assigned_partitions)
+            m.pending_revocation = id_assignment(value.partitions_pending_revocation)
+            if created:
+                out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, "", "", None))
+        self.update_state(offset, timestamp, out)
+
+    def replay_regex(self, regex: str, topics: tuple[str, ...] | None) -> None:
+        """Type 16: the topics a subscribed regular expression resolved to (None = tombstone)."""
+        if topics is None:
+            self.regexes.pop(regex, None)
+        else:
+            self.regexes[regex] = tuple(topics)
+
+    # ---- rebalance events -----------------------------------------------------------------------------------
+
+    def _views(self) -> dict[str, MemberView]:
+        return {k: m.view(self.regexes) for k, m in self.members.items() if m.member_epoch != LEAVE_GROUP_MEMBER_EPOCH}
+
+    def _finalise(self, offset: int, timestamp: int, storms: StormDetector, out: list) -> None:
+        """Emits the Rebalance of the pending epoch bump and makes the current state the new baseline."""
+        pending = self.pending_epoch
+        self.pending_epoch = None
+        views = self._views()
+        partitions = {name: n for name, (_, n) in self.subscription_metadata.items()}
+        target = {k: dict(v) for k, v in self.target.items()}
+        if pending is not None and self.epoch_views is not None:
+            epoch, old_epoch, _, _ = pending
+            causes, joined, left = infer_causes(self.epoch_views, views,
+                                                partitions_before=self.epoch_partitions or None,
+                                                partitions_after=partitions or None)
+            identity = {k: v.identity for k, v in self.epoch_views.items()} | {k: v.identity for k, v in views.items()}
+            if self.assignment_epoch >= epoch:
+                flat = lambda a: {m: [(t, p) for t, ps in tps.items() for p in ps] for m, tps in a.items()}
+                moved, stayed = movement(flat(self.epoch_target), flat(target), identity)
+            else:
+                moved = stayed = None
+            since = None if self.epoch_ts is None else max(0.0, (timestamp - self.epoch_ts) / 1000.0)
+            self.rebalances += 1
+            self.last_rebalance_ts = timestamp
+            out.append(ev.Rebalance(self.group_id, offset, timestamp, GroupType.CONSUMER, epoch, old_epoch, causes,
+                                    len(self.epoch_views), len(views), moved, stayed, since, joined, left))
+            left_identities = tuple(self.epoch_views[m].identity for m in left)
+            alert = storms.observe(self.group_id, offset, timestamp, causes, left_identities,
+                                   len(self.epoch_views), len(views))
+            if alert is not None:
+                out.append(alert)
+        self.epoch_views = views
+        self.epoch_target = target
+        self.epoch_partitions = partitions
+        self.epoch_ts = timestamp
+
+    # ---- views ----------------------------------------------------------------------------------------------
+
+    def preferred_assignor(self, default: str) -> str:
+        """``preferredServerAssignor().orElse(defaultAssignor)``: the assignor most members ask for.
+
+        Ties are broken the way Java's HashMap iterates small maps (bucket order of the spread String hash), which
+        is what ``stream().max(...)`` over ``serverAssignors`` sees first.
+        """
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.server_assignor is not None:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return default
+        best = max(counts.values())
+        tied = [a for a in counts if counts[a] == best]
+        if len(tied) == 1:
+            return tied[0]
+        from protocol.partitioner import java_string_hash
+
+        def bucket(name: str) -> int:
+            h = java_string_hash(name) & 0xFFFFFFFF
+            return (h ^ (h >> 16)) & 15
+
+        return min(tied, key=bucket)
+
+    def subscribed_topics(self) -> set[str]:
+        out: set[str] = set()
+        for m in self.members.values():
+            out.update(m.topics)
+            if m.regex:
+                out.update(self.regexes.get(m.regex, ()))
+        return out
+
+    def to_tuple(self) -> tuple:
+        return (self.group_id, self.group_epoch, self.assignment_epoch, self.metadata_hash,
+                tuple(m.to_tuple() for m in self.members.values()), tuple((k, tuple(v.items()))
+                                                                          for k, v in self.target.items()),
+                tuple(self.subscription_metadata.items()), tuple(self.regexes.items()), self.state.value,
+                self.rebalances, self.last_rebalance_ts,
+                None if self.epoch_views is None else tuple(
+                    (v.member_id, v.instance_id, v.client_id, v.host, tuple(v.topics)) for v in self.epoch_views.values()),
+                tuple((k, tuple(v.items())) for k, v in self.epoch_target.items()),
+                tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch)
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "ConsumerGroup":
+        g = cls(t[0], t[1], t[2], t[3])
+        g.members = {m[0]: ConsumerMember.from_tuple(m) for m in t[4]}
+        g.target = {k: dict(v) for k, v in t[5]}
+        g.subscription_metadata = dict(t[6])
+        g.regexes = dict(t[7])
+        g.state = ConsumerGroupState(t[8])
+        g.rebalances, g.last_rebalance_ts = t[9], t[10]
+        g.epoch_views = None if t[11] is None else {
+            v[0]: MemberView(v[0], v[1], v[2], v[3], frozenset(v[4]), None) for v in t[11]}
+        g.epoch_target = {k: dict(v) for k, v in t[12]}
+        g.epoch_partitions = dict(t[13])
+        g.epoch_ts, g.pending_epoch = t[14], t[15]
+        return g

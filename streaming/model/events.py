@@ -1,0 +1,261 @@
+"""The model's typed output: events (what happened, for Delta ``group_events`` and alerts) and snapshots (what is,
+for Delta ``lag``/``groups``, metrics and the CLI).
+
+Burrow's ``core/protocol`` is the pattern: a small documented vocabulary between the model and its sinks. All are
+frozen slotted dataclasses; ``offset``/``timestamp`` are the ``__consumer_offsets`` position and the record's time
+(ms), so sinks can order and dedupe (Burrow's ``Order``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .rules import Status
+from .states import GroupType
+
+__all__ = [
+    "RebalanceCause",
+    "Event",
+    "GroupCreated",
+    "GroupDeleted",
+    "GroupStateChanged",
+    "GroupTypeChanged",
+    "MemberJoined",
+    "MemberLeft",
+    "StaticMemberReplaced",
+    "Rebalance",
+    "RebalanceStorm",
+    "RollingRestart",
+    "OffsetDeleted",
+    "TransactionEnded",
+    "StatusChanged",
+    "Anomaly",
+    "PartitionLag",
+    "TopicLag",
+    "MemberSnapshot",
+    "GroupSnapshot",
+    "ShardSnapshot",
+]
+
+
+class RebalanceCause(enum.Enum):
+    """Why a generation or epoch changed, as far as the records show it."""
+
+    MEMBER_JOINED = "member_joined"
+    MEMBER_LEFT = "member_left"  # left or expired: the log does not tell LeaveGroup from session expiry
+    STATIC_MEMBER_REJOINED = "static_member_rejoined"  # same group.instance.id, new member id
+    SUBSCRIPTION_CHANGED = "subscription_changed"
+    PARTITIONS_ADDED = "partitions_added"
+    METADATA_CHANGED = "metadata_changed"  # topic metadata/regex resolution changed without a partition count rise
+    LEADER_CHANGED = "leader_changed"
+    GROUP_EMPTIED = "group_emptied"
+    PROTOCOL_MIGRATION = "protocol_migration"  # classic <-> consumer conversion
+    # Cooperative (incremental) protocol: the second rebalance that hands out the partitions the first one revoked.
+    # Same members, same subscriptions, more partitions assigned. Not counted towards storms.
+    COOPERATIVE_FOLLOW_UP = "cooperative_follow_up"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    group_id: str
+    offset: int
+    timestamp: int
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCreated(Event):
+    group_type: GroupType
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted(Event):
+    group_type: GroupType
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTypeChanged(Event):
+    """A classic group upgraded to a consumer group or back (spec §5.2, last rows)."""
+
+    old: GroupType
+    new: GroupType
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStateChanged(Event):
+    group_type: GroupType
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined(Event):
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft(Event):
+    member_id: str
+    client_id: str
+    instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMemberReplaced(Event):
+    """KIP-345: a static member came back with a new member id; no rebalance happens."""
+
+    instance_id: str
+    old_member_id: str
+    new_member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalance(Event):
+    """A generation (classic) or group-epoch (KIP-848, share, streams) change."""
+
+    group_type: GroupType
+    generation: int
+    previous_generation: int
+    causes: tuple[RebalanceCause, ...]
+    members_before: int
+    members_after: int
+    partitions_moved: int | None  # None when the assignment is not known (non-consumer protocol, no target yet)
+    partitions_stayed: int | None
+    seconds_since_previous: float | None
+    joined: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceStorm(Event):
+    rebalances: int
+    window_seconds: float
+    first_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class RollingRestart(Event):
+    """Many rebalances in the window, but each member identity restarted at most once: a deploy, not a storm."""
+
+    rebalances: int
+    window_seconds: float
+    first_timestamp: int
+    restarted: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleted(Event):
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionEnded(Event):
+    """A COMMIT/ABORT marker for a producer with pending offsets (``group_id`` is "" when it touched several)."""
+
+    producer_id: int
+    committed: bool
+    applied: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged(Event):
+    topic: str
+    partition: int
+    old: Status
+    new: Status
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly(Event):
+    """A record the model could not apply (InvalidTransition, InconsistentRecord, unknown type)."""
+
+    partition: int
+    reason: str
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Snapshots
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    log_end: int | None  # the end offset lag is measured against (LSO, capped by the high watermark)
+    lag: int | None
+    lag_seconds: float | None
+    lag_seconds_lower_bound: bool  # the committed offset is older than the end-offset history: at least this much
+    data_loss_risk: bool  # committed offset below the low watermark: retention overtook the consumer
+    status: Status
+    owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLag:
+    topic: str
+    sum_lag: int
+    max_lag: int
+    max_lag_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSnapshot:
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None
+    assignment: tuple[tuple[str, int], ...]
+    target_assignment: tuple[tuple[str, int], ...] | None
+    member_epoch: int | None = None
+    state: str | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_regex: str | None = None
+    pending_revocation: tuple[tuple[str, int], ...] = ()
+    uses_classic_protocol: bool = False
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    group_id: str
+    group_type: GroupType
+    state: str
+    protocol_type: str | None
+    assignor: str
+    generation: int  # classic generation or KIP-848 group epoch
+    assignment_epoch: int | None
+    leader: str | None
+    members: tuple[MemberSnapshot, ...]
+    partitions: tuple[PartitionLag, ...]
+    topics: tuple[TopicLag, ...]
+    sum_lag: int
+    max_lag: int
+    max_lag_seconds: float | None
+    status: Status
+    rebalances: int
+    last_rebalance_timestamp: int | None
+    current_state_timestamp: int | None
+    is_simple: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSnapshot:
+    partition: int
+    now_ms: int
+    last_offset: int
+    groups: tuple[GroupSnapshot, ...] = field(default=())

@@ -1,0 +1,165 @@
+"""Offset lag and time lag from heartbeat end offsets: never negative, bounded, never absurd.
+
+The heartbeat (DESIGN §2.4) reports per topic-partition the high watermark, the last stable offset and the low
+watermark, stamped with the emitter's clock. This module keeps the latest sample and a bounded history of
+``(time, end offset)`` per topic-partition, shared by every group of the shard, and answers:
+
+* **offset lag** = end − committed, clamped at 0 (prior-art §3: negative lag from timing skew). The end is the LSO
+  capped by the high watermark: a read_committed consumer cannot pass the LSO, and a racing sample where LSO > HWM
+  (seen in the conformance capture) must not inflate lag. On a partition known to carry transactions, a consumer
+  positioned exactly on the final COMMIT/ABORT marker (committed == end − 1 with nothing open) has nothing left to
+  read: a transaction always writes at least one data record before its marker, so ``end − 1`` is the marker
+  itself. That lag counts as 0 (prior-art §2 #5, Burrow#570).
+* **time lag**: when did the log end pass the committed offset? Interpolated between the two history samples that
+  bracket it (Kafka Lag Exporter's idea). Unlike KLE it never extrapolates: a committed offset older than the
+  history gives ``now − oldest sample`` flagged as a lower bound, so a group replaying months of data shows "at
+  least the history span", not astronomical seconds (KLE#496), and an idle caught-up partition shows 0 (KLE#32).
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+
+__all__ = ["EndOffsetSample", "EndOffsetHistory", "offset_lag", "DEFAULT_HISTORY"]
+
+DEFAULT_HISTORY = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetSample:
+    """One heartbeat observation of a topic-partition (ms since epoch, emitter's clock)."""
+
+    high_watermark: int
+    last_stable_offset: int = -1  # -1 = not reported: the high watermark is used
+    low_watermark: int = -1
+    time_ms: int = -1
+    transactional: bool | None = None  # None = unknown (inferred from LSO < HWM)
+
+
+def offset_lag(committed: int, hwm: int, lso: int = -1, transactional: bool = False) -> tuple[int, int]:
+    """``(end, lag)`` for one partition: lag never negative, a lone trailing marker never counts.
+
+    Raises:
+        ValueError: a negative high watermark (not an end offset).
+    """
+    if hwm < 0:
+        raise ValueError(f"high watermark must be >= 0, got {hwm}")
+    end = hwm if lso < 0 or lso > hwm else lso
+    lag = end - committed
+    if lag == 1 and transactional and lso == hwm:
+        lag = 0  # only the transaction marker is left (module docstring)
+    return end, (lag if lag > 0 else 0)
+
+
+class EndOffsetHistory:
+    """Latest end offsets of one topic-partition plus a bounded ``(time, end)`` history.
+
+    Flat-line compression as in KLE: when the end offset equals the last two samples, the newest sample's time is
+    moved forward instead of appending, so an idle partition keeps its whole history span in few samples.
+    """
+
+    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "times", "ends", "capacity")
+
+    def __init__(self, capacity: int = DEFAULT_HISTORY) -> None:
+        self.hwm = -1
+        self.lso = -1
+        self.lwm = -1
+        self.time_ms = -1
+        self.transactional = False
+        self.times = array("q")
+        self.ends = array("q")
+        self.capacity = capacity
+
+    def observe(self, sample: EndOffsetSample) -> None:
+        """Records a heartbeat sample; older or equal times are ignored (out-of-order heartbeats)."""
+        t = sample.time_ms
+        if t <= self.time_ms and self.time_ms >= 0:
+            return
+        hwm, lso = sample.high_watermark, sample.last_stable_offset
+        self.hwm, self.lso, self.lwm, self.time_ms = hwm, lso, sample.low_watermark, t
+        if sample.transactional is not None:
+            self.transactional = sample.transactional
+        elif 0 <= lso < hwm:
+            self.transactional = True  # an open transaction was seen: the partition carries transactions
+        end = hwm if lso < 0 or lso > hwm else lso
+        times, ends = self.times, self.ends
+        if ends and end < ends[-1]:
+            # The log went backwards (topic deleted and recreated, unclean truncation): history no longer applies.
+            del times[:], ends[:]
+        n = len(ends)
+        if n >= 2 and ends[-1] == end and ends[-2] == end:
+            times[-1] = t
+            return
+        times.append(t)
+        ends.append(end)
+        if n + 1 > self.capacity:
+            del times[0], ends[0]
+
+    @property
+    def end(self) -> int:
+        hwm, lso = self.hwm, self.lso
+        return hwm if lso < 0 or lso > hwm else lso
+
+    def lag(self, committed: int) -> tuple[int, int]:
+        return offset_lag(committed, self.hwm, self.lso, self.transactional)
+
+    def end_at(self, time_ms: int) -> int | None:
+        """The end offset at ``time_ms`` interpolated from the history (None before the first sample)."""
+        times, ends = self.times, self.ends
+        if not times or time_ms < times[0]:
+            return None
+        if time_ms >= times[-1]:
+            return ends[-1]
+        lo, hi = 0, len(times) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if times[mid] <= time_ms:
+                lo = mid
+            else:
+                hi = mid
+        t0, t1, e0, e1 = times[lo], times[hi], ends[lo], ends[hi]
+        if t1 == t0:
+            return e1
+        return e0 + int((e1 - e0) * (time_ms - t0) / (t1 - t0))
+
+    def time_lag(self, committed: int, now_ms: int) -> tuple[float | None, bool]:
+        """``(seconds, lower_bound)``: how long ago the log end passed ``committed``.
+
+        0 when caught up (idle partitions never show time lag); None without history.
+        """
+        times, ends = self.times, self.ends
+        if not ends:
+            return None, False
+        if self.lag(committed)[1] == 0:
+            return 0.0, False
+        # First sample whose end passed the committed offset (ends are non-decreasing).
+        lo, hi = 0, len(ends)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ends[mid] > committed:
+                hi = mid
+            else:
+                lo = mid + 1
+        i = lo
+        if i >= len(ends):
+            return 0.0, False
+        if i == 0:
+            return max(0.0, (now_ms - times[0]) / 1000.0), True
+        e0, e1, t0, t1 = ends[i - 1], ends[i], times[i - 1], times[i]
+        # The record at ``committed`` was appended when the end went from committed to committed + 1.
+        frac = (committed + 1 - e0) / (e1 - e0)
+        passed = t0 + frac * (t1 - t0)
+        return max(0.0, (now_ms - passed) / 1000.0), False
+
+    def to_tuple(self) -> tuple:
+        return (self.hwm, self.lso, self.lwm, self.time_ms, self.transactional, self.times.tobytes(),
+                self.ends.tobytes(), self.capacity)
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "EndOffsetHistory":
+        h = cls(t[7])
+        h.hwm, h.lso, h.lwm, h.time_ms, h.transactional = t[:5]
+        h.times.frombytes(t[5])
+        h.ends.frombytes(t[6])
+        return h

@@ -1,0 +1,624 @@
+"""The state of one ``__consumer_offsets`` partition: groups, offsets and end offsets, rebuilt by replay.
+
+Mirrors Kafka's ``GroupCoordinatorShard`` (STYLE A3): ``replay`` makes ONE dispatch on the record type, through
+the table :data:`DISPATCH`, to the owner of that type (offsets, classic, consumer, share, streams groups); a null
+value is a tombstone; ``replay_end_txn_marker`` forwards COMMIT/ABORT to the offsets. Group get-or-create follows
+``GroupMetadataManager``: an offset commit for an unknown group creates Kafka's "simple" classic group; KIP-848
+records may replace a simple group; a tombstone for an unknown group or member is ignored; a type-2 value replaces
+whatever group had the id (that is how a consumer group is downgraded). Records the model cannot apply become
+:class:`events.Anomaly` events and replay goes on (Kafka's loader logs unknown types and skips them).
+
+Two input paths give the same state (DESIGN §2.1): records read with ``isolation.level=read_committed`` are
+replayed with ``transactional=False`` (aborted commits never arrive, committed ones arrive in place), and raw
+segment files are replayed with their batch headers (``transactional=True`` plus the producer id) and their
+control records through ``replay_end_txn_marker``.
+
+No I/O and no clock: ``now_ms`` is always an argument (the heartbeat's clock).
+"""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Mapping
+
+from protocol.records import CoordinatorRecord, RecordType, UnknownRecord
+
+from . import events as ev
+from ._base import resolve
+from .classic import ClassicGroup
+from .consumer import ConsumerGroup
+from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
+from .offsets import OffsetStore
+from .rebalance import RebalanceConfig, StormDetector
+from .rules import Status, Thresholds, evaluate_partition, group_status
+from .share import ShareGroup
+from .states import GroupType, InconsistentRecord, ModelError
+from .streams import StreamsGroup
+
+__all__ = ["ModelConfig", "GroupCoordinatorShard", "CoordinatorModel", "DISPATCH", "Group", "CONTROL_ABORT",
+           "CONTROL_COMMIT"]
+
+Group = ClassicGroup | ConsumerGroup | ShareGroup | StreamsGroup
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1  # ControlRecordType codes in a control record key
+_STATE_MAGIC = b"GSM1"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """Everything tunable about the model.
+
+    Raises:
+        ValueError: a history smaller than 2 samples.
+    """
+
+    thresholds: Thresholds = Thresholds()
+    rebalance: RebalanceConfig = RebalanceConfig()
+    end_offset_history: int = DEFAULT_HISTORY
+    default_assignor: str = "uniform"  # group.consumer.assignors[0], reported for groups whose members name none
+    track_all_topics: bool = False  # keep end offsets of every heartbeat topic, not only those groups consume
+
+    def __post_init__(self) -> None:
+        if self.end_offset_history < 2:
+            raise ValueError("end_offset_history must be >= 2")
+
+
+class GroupCoordinatorShard:
+    """Replays one ``__consumer_offsets`` partition in offset order; emits events and snapshots."""
+
+    __slots__ = ("partition", "config", "groups", "offsets", "ends", "topic_names", "storms", "_events",
+                 "last_offset", "last_timestamp", "now_ms", "_statuses", "_deleted", "unknown_records",
+                 "_unknown_seen", "tracked_topics")
+
+    def __init__(self, partition: int = -1, config: ModelConfig = ModelConfig()) -> None:
+        self.partition = partition
+        self.config = config
+        self.groups: dict[str, Group] = {}
+        th = config.thresholds
+        self.offsets = OffsetStore(th.window, th.min_distance_ms)
+        self.ends: dict[tuple[str, int], EndOffsetHistory] = {}
+        self.topic_names: dict[bytes, str] = {}
+        self.storms = StormDetector(config.rebalance)
+        self._events: list[ev.Event] = []
+        self.last_offset = -1
+        self.last_timestamp = -1
+        self.now_ms = -1
+        self._statuses: dict[tuple[str, str, int], Status] = {}  # non-OK statuses only
+        self._deleted: dict[str, tuple[GroupType, int]] = {}  # last tombstoned type per group id
+        self.unknown_records = 0
+        self._unknown_seen: set[tuple[int, int]] = set()
+        self.tracked_topics: set[str] = set()
+
+    # ---- replay --------------------------------------------------------------------------------------------
+
+    def replay(self, offset: int, timestamp: int, record: CoordinatorRecord | UnknownRecord, producer_id: int = -1,
+               producer_epoch: int = -1, transactional: bool = False) -> None:
+        """Applies one decoded record at log position ``offset`` (record timestamp ``timestamp``, ms).
+
+        ``transactional`` is the batch header's flag: only then is an offset commit held pending for
+        ``producer_id``. Model errors become Anomaly events; nothing raises for bad input.
+        """
+        if offset > self.last_offset:
+            self.last_offset = offset
+        if timestamp > self.last_timestamp:
+            self.last_timestamp = timestamp
+        if type(record) is UnknownRecord:
+            self.unknown_records += 1
+            key = (record.type, record.version)
+            if key not in self._unknown_seen:  # once per type/version: skipped without noise, but visible
+                self._unknown_seen.add(key)
+                self._events.append(ev.Anomaly(record.group_id or "", offset, timestamp, self.partition,
+                                               f"skipped: {record.reason}"))
+            return
+        handler = DISPATCH.get(record.type)
+        if handler is None:
+            self._events.append(ev.Anomaly(record.group_id, offset, timestamp, self.partition,
+                                           f"no handler for record type {record.type!r}"))
+            return
+        try:
+            handler(self, record, offset, timestamp, producer_id, transactional)
+        except ModelError as exc:
+            self._events.append(ev.Anomaly(record.group_id, offset, timestamp, self.partition,
+                                           f"{type(exc).__name__}: {exc}"))
+
+    def replay_offset_commit(self, offset: int, group: str, topic: str, partition: int, committed_offset: int,
+                             leader_epoch: int, metadata: str, commit_ts: int, timestamp: int = -1,
+                             producer_id: int = -1, transactional: bool = False) -> None:
+        """The hot path: one offset commit as plain values (no record object). Same semantics as ``replay``."""
+        if offset > self.last_offset:
+            self.last_offset = offset
+        if timestamp > self.last_timestamp:
+            self.last_timestamp = timestamp
+        if group not in self.groups:
+            self._create_simple_group(group, offset, timestamp)
+        if transactional:
+            self.offsets.commit_pending(producer_id, group, topic, partition, committed_offset, leader_epoch,
+                                        metadata, commit_ts, offset)
+        elif self.offsets.commit(group, topic, partition, committed_offset, leader_epoch, metadata, commit_ts,
+                                 offset):
+            self.tracked_topics.add(topic)
+
+    def replay_end_txn_marker(self, producer_id: int, control_type: int | str, offset: int = -1,
+                              timestamp: int = -1) -> None:
+        """A COMMIT or ABORT control record for ``producer_id`` (``ControlRecordType`` code or name).
+
+        Raises:
+            ValueError: a control type that is neither COMMIT nor ABORT.
+        """
+        if isinstance(control_type, str):
+            name = control_type.upper()
+            if name not in ("COMMIT", "ABORT"):
+                raise ValueError(f"control type must be COMMIT or ABORT, got {control_type!r}")
+            commit = name == "COMMIT"
+        else:
+            if int(control_type) not in (CONTROL_ABORT, CONTROL_COMMIT):
+                raise ValueError(f"control type must be 0 (ABORT) or 1 (COMMIT), got {control_type!r}")
+            commit = int(control_type) == CONTROL_COMMIT
+        if offset > self.last_offset:
+            self.last_offset = offset
+        if timestamp > self.last_timestamp:
+            self.last_timestamp = timestamp
+        applied, skipped, groups = self.offsets.end_transaction(producer_id, commit)
+        if groups:
+            for g in groups:
+                for topic, *_ in self.offsets.iter_group(g):
+                    self.tracked_topics.add(topic)
+            gid = next(iter(groups)) if len(groups) == 1 else ""
+            self._events.append(ev.TransactionEnded(gid, offset, timestamp, producer_id, commit, applied, skipped))
+
+    # ---- record handlers (one per record type; DISPATCH below) ---------------------------------------------
+
+    def _create_simple_group(self, group: str, offset: int, timestamp: int) -> None:
+        """Kafka's replay creates an empty classic group without protocol type for offsets of an unknown group."""
+        self.groups[group] = ClassicGroup(group)
+        self._events.append(ev.GroupCreated(group, offset, timestamp, GroupType.CLASSIC))
+
+    def _offset_commit(self, rec: CoordinatorRecord, offset: int, ts: int, pid: int, txn: bool) -> None:
+        k, v = rec.key, rec.value
+        if v is None:
+            if self.offsets.delete(k.group, k.topic, k.partition):
+                self._statuses.pop((k.group, k.topic, k.partition), None)
+                self._events.append(ev.OffsetDeleted(k.group, offset, ts, k.topic, k.partition))
+            return
+        if v.topic_id and any(v.topic_id):
+            self.topic_names.setdefault(v.topic_id, k.topic)
+        self.replay_offset_commit(offset, k.group, k.topic, k.partition, v.offset, v.leader_epoch, v.metadata,
+                                  v.commit_timestamp, ts, pid, txn)
+
+    def _remove_group(self, gid: str, offset: int, ts: int) -> Group | None:
+        g = self.groups.pop(gid, None)
+        if g is not None:
+            self._deleted[gid] = (g.group_type, ts)
+            self.storms.forget(gid)
+            self._events.append(ev.GroupDeleted(gid, offset, ts, g.group_type))
+        return g
+
+    def _created(self, gid: str, gtype: GroupType, offset: int, ts: int) -> None:
+        self._events.append(ev.GroupCreated(gid, offset, ts, gtype))
+        prev = self._deleted.pop(gid, None)
+        if prev is not None and prev[0] != gtype and prev[1] == ts:
+            # Deleted and re-created in one write: Kafka's online classic <-> consumer conversion.
+            self._events.append(ev.GroupTypeChanged(gid, offset, ts, prev[0], gtype))
+
+    def _group_metadata(self, rec: CoordinatorRecord, offset: int, ts: int, pid: int, txn: bool) -> None:
+        gid, value = rec.key.group, rec.value
+        g = self.groups.get(gid)
+        if value is None:
+            if g is not None:
+                if isinstance(g, ClassicGroup):
+                    g.replay(None, offset, ts, self.storms, self._events)
+                self._remove_group(gid, offset, ts)
+            return
+        if not isinstance(g, ClassicGroup):
+            carried = 0
+            if g is not None:  # Kafka's replay puts a new ClassicGroup over whatever had this id
+                carried = g.rebalances
+                self._remove_group(gid, offset, ts)
+            g = self.groups[gid] = ClassicGroup(gid, rebalances=carried)
+            self._created(gid, GroupType.CLASSIC, offset, ts)
+        g.replay(value, offset, ts, self.storms, self._events)
+        for m in g.members.values():
+            self.tracked_topics.update(m.topics)
+
+    def _consumer_group(self, gid: str, create: bool, offset: int, ts: int) -> ConsumerGroup | None:
+        """``getOrMaybeCreatePersistedConsumerGroup``.
+
+        Raises:
+            InconsistentRecord: the id belongs to a non-simple group of another type.
+        """
+        g = self.groups.get(gid)
+        if isinstance(g, ConsumerGroup):
+            return g
+        if g is None and not create:
+            return None
+        if g is not None and not (isinstance(g, ClassicGroup) and g.is_simple):
+            raise InconsistentRecord(f"group {gid} is a {g.group_type.value} group, not a consumer group")
+        if g is not None:
+            self.groups.pop(gid)  # a simple group is not backed by records: replaced silently, as in Kafka
+        cg = self.groups[gid] = ConsumerGroup(gid)
+        if g is None:
+            self._created(gid, GroupType.CONSUMER, offset, ts)
+        return cg
+
+    def _cg_epoch(self, rec, offset, ts, pid, txn) -> None:
+        gid = rec.key.group_id
+        g = self._consumer_group(gid, rec.value is not None, offset, ts)
+        if g is None:
+            return
+        if rec.value is not None:
+            g.replay_epoch(rec.value.epoch, rec.value.metadata_hash, offset, ts, self.storms, self._events)
+            return
+        if g.members:
+            raise InconsistentRecord(f"group {gid} tombstoned with {len(g.members)} members left")
+        if g.target:
+            raise InconsistentRecord(f"group {gid} tombstoned with {len(g.target)} members in its target assignment")
+        self._remove_group(gid, offset, ts)
+
+    def _cg_partition_metadata(self, rec, offset, ts, pid, txn) -> None:
+        g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
+        if g is None:
+            return
+        topics = () if rec.value is None else rec.value.topics
+        for t in topics:
+            self.topic_names[t.topic_id] = t.topic_name
+            self.tracked_topics.add(t.topic_name)
+        g.replay_partition_metadata(topics, offset, ts)
+
+    def _cg_member(self, rec, offset, ts, pid, txn) -> None:
+        g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
+        if g is not None:
+            g.replay_member(rec.key.member_id, rec.value, offset, ts, self._events)
+            if rec.value is not None:
+                self.tracked_topics.update(rec.value.subscribed_topic_names)
+
+    def _cg_target_epoch(self, rec, offset, ts, pid, txn) -> None:
+        g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
+        if g is not None:
+            g.replay_target_epoch(None if rec.value is None else rec.value.assignment_epoch, offset, ts,
+                                  self.storms, self._events)
+
+    def _cg_target_member(self, rec, offset, ts, pid, txn) -> None:
+        g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
+        if g is not None:
+            g.replay_target_member(rec.key.member_id, None if rec.value is None else rec.value.topic_partitions,
+                                   offset, ts)
+
+    def _cg_current_assignment(self, rec, offset, ts, pid, txn) -> None:
+        g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
+        if g is not None:
+            g.replay_current_assignment(rec.key.member_id, rec.value, offset, ts, self._events)
+
+    def _cg_regex(self, rec, offset, ts, pid, txn) -> None:
+        g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
+        if g is not None:
+            topics = None if rec.value is None else rec.value.topics
+            g.replay_regex(rec.key.regular_expression, topics)
+            if topics:
+                self.tracked_topics.update(topics)
+
+    def _typed_group(self, cls, gtype: GroupType, gid: str, create: bool, offset: int, ts: int):
+        g = self.groups.get(gid)
+        if isinstance(g, cls):
+            return g
+        if g is None and not create:
+            return None
+        if g is not None and not (isinstance(g, ClassicGroup) and g.is_simple):
+            raise InconsistentRecord(f"group {gid} is a {g.group_type.value} group, not a {gtype.value} group")
+        new = self.groups[gid] = cls(gid)
+        if g is None:
+            self._created(gid, gtype, offset, ts)
+        return new
+
+    def _share(self, rec, offset, ts, pid, txn) -> None:
+        t, gid, value = rec.type, rec.key.group_id, rec.value
+        g = self._typed_group(ShareGroup, GroupType.SHARE, gid, value is not None, offset, ts)
+        if g is None:
+            return
+        T = RecordType
+        out = self._events
+        if t == T.SHARE_GROUP_METADATA:
+            if value is None:
+                if g.members or g.target:
+                    raise InconsistentRecord(f"share group {gid} tombstoned with members left")
+                self._remove_group(gid, offset, ts)
+            else:
+                g.replay_epoch(value.epoch, offset, ts, out)
+        elif t == T.SHARE_GROUP_PARTITION_METADATA:
+            topics = () if value is None else value.topics
+            for tm in topics:
+                self.topic_names[tm.topic_id] = tm.topic_name
+            g.subscription_metadata = {tm.topic_name: (tm.topic_id, tm.num_partitions) for tm in topics}
+        elif t == T.SHARE_GROUP_MEMBER_METADATA:
+            g.replay_member(rec.key.member_id, value, offset, ts, out)
+        elif t == T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
+            g.replay_target_epoch(None if value is None else value.assignment_epoch)
+        elif t == T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            g.replay_target_member(rec.key.member_id, None if value is None else value.topic_partitions)
+        elif t == T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+            g.replay_current_assignment(rec.key.member_id, value, offset, ts, out)
+        elif t == T.SHARE_GROUP_STATE_PARTITION_METADATA and value is not None:
+            for info in (*getattr(value, "initializing_topics", ()), *value.initialized_topics,
+                         *value.deleting_topics):
+                self.topic_names[info.topic_id] = info.topic_name
+
+    def _streams(self, rec, offset, ts, pid, txn) -> None:
+        t, gid, value = rec.type, rec.key.group_id, rec.value
+        g = self._typed_group(StreamsGroup, GroupType.STREAMS, gid, value is not None, offset, ts)
+        if g is None:
+            return
+        T = RecordType
+        out = self._events
+        if t == T.STREAMS_GROUP_METADATA:
+            if value is None:
+                if g.members or g.target:
+                    raise InconsistentRecord(f"streams group {gid} tombstoned with members left")
+                self._remove_group(gid, offset, ts)
+            else:
+                g.replay_epoch(value.epoch, offset, ts, out)
+        elif t == T.STREAMS_GROUP_TOPOLOGY:
+            g.replay_topology(None if value is None else value.epoch, offset, ts, out)
+        elif t == T.STREAMS_GROUP_MEMBER_METADATA:
+            g.replay_member(rec.key.member_id, value, offset, ts, out)
+        elif t == T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA:
+            g.replay_target_epoch(None if value is None else value.assignment_epoch, offset, ts, out)
+        elif t == T.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            g.replay_target_member(rec.key.member_id, value)
+        elif t == T.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+            g.replay_current_assignment(rec.key.member_id, value, offset, ts, out)
+        # type 18 (trunk-only partition metadata) carries nothing the model needs
+
+    # ---- heartbeats ----------------------------------------------------------------------------------------
+
+    def apply_heartbeat(self, now_ms: int, end_offsets: Mapping[tuple[str, int], EndOffsetSample | int | tuple],
+                        topic_ids: Mapping[str, bytes] | None = None) -> None:
+        """Records end offsets observed at ``now_ms`` (a sample without its own time gets ``now_ms``).
+
+        A value may be an :class:`EndOffsetSample`, a bare high watermark, or ``(hwm, lso, lwm)``. ``topic_ids``
+        (name -> Uuid) lets 4.1+ groups, whose records carry only topic ids, be described with names.
+
+        Raises:
+            ValueError: a value of another shape.
+        """
+        if now_ms > self.now_ms:
+            self.now_ms = now_ms
+        if topic_ids:
+            for name, tid in topic_ids.items():
+                self.topic_names[tid] = name
+        keep_all = self.config.track_all_topics
+        tracked = self.tracked_topics
+        cap = self.config.end_offset_history
+        for key, s in end_offsets.items():
+            if not keep_all and key[0] not in tracked:
+                continue
+            if isinstance(s, EndOffsetSample):
+                if s.time_ms < 0:
+                    s = EndOffsetSample(s.high_watermark, s.last_stable_offset, s.low_watermark, now_ms,
+                                        s.transactional)
+            elif isinstance(s, int):
+                s = EndOffsetSample(s, -1, -1, now_ms)
+            elif isinstance(s, tuple) and 1 <= len(s) <= 3:
+                s = EndOffsetSample(*s, *(-1,) * (3 - len(s)), now_ms)
+            else:
+                raise ValueError(f"end offsets of {key}: expected EndOffsetSample, int or (hwm, lso, lwm), got {s!r}")
+            h = self.ends.get(key)
+            if h is None:
+                h = self.ends[key] = EndOffsetHistory(cap)
+            h.observe(s)
+
+    # ---- output --------------------------------------------------------------------------------------------
+
+    def drain_events(self) -> list[ev.Event]:
+        """Returns and forgets the events emitted since the last call, in the order they happened."""
+        out, self._events = self._events, []
+        return out
+
+    def group_ids(self) -> list[str]:
+        """Every group the shard knows: live groups and groups that only have offsets left (Dead)."""
+        return sorted(set(self.groups) | set(self.offsets.groups))
+
+    def member_views(self, gid: str) -> list[ev.MemberSnapshot]:
+        g = self.groups.get(gid)
+        names = self.topic_names
+        out: list[ev.MemberSnapshot] = []
+        if isinstance(g, ClassicGroup):
+            for m in g.members.values():
+                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id, m.assignment or (),
+                                             None, None, None, m.topics, None, (), True, m.session_timeout,
+                                             m.rebalance_timeout))
+        elif isinstance(g, ConsumerGroup):
+            for m in g.members.values():
+                out.append(ev.MemberSnapshot(
+                    m.member_id, m.client_id, m.host, m.instance_id, resolve(names, m.assigned),
+                    resolve(names, g.target.get(m.member_id, {})), m.member_epoch, _member_state_name(m.state),
+                    m.topics, m.regex or None, resolve(names, m.pending_revocation),
+                    m.classic_session_timeout is not None, m.classic_session_timeout, m.rebalance_timeout))
+        elif isinstance(g, ShareGroup):
+            for m in g.members.values():
+                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, None, resolve(names, m.assigned),
+                                             resolve(names, g.target.get(m.member_id, {})), m.member_epoch,
+                                             _member_state_name(m.state), m.topics))
+        elif isinstance(g, StreamsGroup):
+            for m in g.members.values():
+                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id, (), None,
+                                             m.member_epoch, str(m.state)))
+        return out
+
+    def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> ev.ShardSnapshot:
+        """Every group with members, offsets, lag, time lag and status at ``now_ms`` (default: last heartbeat).
+
+        ``caught_up=False`` (the source has not yet reached the log end) holds every status at OK except data
+        loss: replayed history must not raise STOP or STALL (prior-art §8 scenario 4).
+        """
+        now = self.now_ms if now_ms is None else now_ms
+        if now < 0:
+            now = self.last_timestamp
+        groups = tuple(self._group_snapshot(gid, now, caught_up) for gid in self.group_ids())
+        return ev.ShardSnapshot(self.partition, now, self.last_offset, groups)
+
+    def _group_snapshot(self, gid: str, now: int, caught_up: bool) -> ev.GroupSnapshot:
+        g = self.groups.get(gid)
+        members = tuple(self.member_views(gid))
+        owners = {tp: m.member_id for m in members for tp in m.assignment}
+        th = self.config.thresholds
+        parts: list[ev.PartitionLag] = []
+        for topic, p, off, epoch, md, cts in self.offsets.iter_group(gid):
+            h = self.ends.get((topic, p))
+            end = lag = secs = None
+            lower = loss = False
+            ends_list: list[tuple[int, int]] = []
+            lwm = -1
+            if h is not None and h.hwm >= 0:
+                end, lag = h.lag(off)
+                secs, lower = h.time_lag(off, now)
+                lwm = h.lwm
+                loss = 0 <= lwm and off < lwm
+                ends_list = list(zip(h.times, h.ends))
+            verdict = evaluate_partition(self.offsets.window_of(gid, topic, p), ends_list, lag, now, th, lwm)
+            status = verdict.status if (caught_up or verdict.status == Status.ERR) else Status.OK
+            key = (gid, topic, p)
+            old = self._statuses.get(key, Status.OK)
+            if status != old:
+                self._events.append(ev.StatusChanged(gid, self.last_offset, now, topic, p, old, status))
+                if status == Status.OK:
+                    del self._statuses[key]
+                else:
+                    self._statuses[key] = status
+            parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
+                                         owners.get((topic, p))))
+        topics: dict[str, list[ev.PartitionLag]] = {}
+        for pl in parts:
+            topics.setdefault(pl.topic, []).append(pl)
+        topic_lags = tuple(
+            ev.TopicLag(t, sum(x.lag or 0 for x in ps), max((x.lag or 0 for x in ps), default=0),
+                        max((x.lag_seconds for x in ps if x.lag_seconds is not None), default=None))
+            for t, ps in topics.items())
+        if g is None:
+            gtype = self._deleted.get(gid, (GroupType.CLASSIC, 0))[0]
+            state, ptype, assignor, gen, aepoch, leader, rebal, last_rb, cst, simple = \
+                "DEAD", None, "", 0, None, None, 0, None, None, False
+        else:
+            gtype = g.group_type
+            state = g.state_name
+            rebal, last_rb = g.rebalances, g.last_rebalance_ts
+            if isinstance(g, ClassicGroup):
+                ptype, assignor, gen, aepoch, leader = g.protocol_type, g.protocol or "", g.generation, None, g.leader
+                cst = g.current_state_timestamp if g.current_state_timestamp >= 0 else None
+                simple = g.is_simple
+            else:
+                ptype, gen, aepoch, leader, cst, simple = None, g.group_epoch, g.assignment_epoch, None, None, False
+                assignor = g.preferred_assignor(self.config.default_assignor) if isinstance(g, ConsumerGroup) else ""
+        return ev.GroupSnapshot(
+            gid, gtype, state, ptype, assignor, gen, aepoch, leader, members, tuple(parts), topic_lags,
+            sum(t.sum_lag for t in topic_lags), max((t.max_lag for t in topic_lags), default=0),
+            max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
+            group_status(p.status for p in parts), rebal, last_rb, cst, simple)
+
+    # ---- state serialization -------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Compact state for Spark's per-key state store: plain tuples, pickled, zlib level 1.
+
+        Events not yet drained are not part of the state (the caller drains them every batch).
+        """
+        groups = tuple((g.group_type.value, g.to_tuple()) for g in self.groups.values())
+        state = (self.partition, self.last_offset, self.last_timestamp, self.now_ms, groups, self.offsets.to_tuple(),
+                 tuple((k, h.to_tuple()) for k, h in self.ends.items()), tuple(self.topic_names.items()),
+                 self.storms.to_tuple(), tuple((k, int(v)) for k, v in self._statuses.items()),
+                 tuple((k, (t.value, ts)) for k, (t, ts) in self._deleted.items()), self.unknown_records,
+                 tuple(self.tracked_topics))
+        return _STATE_MAGIC + zlib.compress(pickle.dumps(state, protocol=5), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, config: ModelConfig = ModelConfig()) -> "GroupCoordinatorShard":
+        """Restores a shard saved by :meth:`to_bytes`.
+
+        Raises:
+            ValueError: bytes that were not written by ``to_bytes``.
+        """
+        if not data.startswith(_STATE_MAGIC):
+            raise ValueError("not a groupscope shard state (bad magic)")
+        t = pickle.loads(zlib.decompress(data[len(_STATE_MAGIC):]))
+        self = cls(t[0], config)
+        self.last_offset, self.last_timestamp, self.now_ms = t[1], t[2], t[3]
+        for gtype, gt in t[4]:
+            g = _GROUP_CLASSES[GroupType(gtype)].from_tuple(gt)
+            self.groups[g.group_id] = g
+        self.offsets = OffsetStore.from_tuple(t[5])
+        self.ends = {k: EndOffsetHistory.from_tuple(h) for k, h in t[6]}
+        self.topic_names = dict(t[7])
+        self.storms.load(t[8])
+        self._statuses = {k: Status(v) for k, v in t[9]}
+        self._deleted = {k: (GroupType(v[0]), v[1]) for k, v in t[10]}
+        self.unknown_records = t[11]
+        self.tracked_topics = set(t[12])
+        return self
+
+
+def _member_state_name(code: int) -> str:
+    from protocol.records import MemberState
+
+    return MemberState.parse(code).name
+
+
+_GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerGroup, GroupType.SHARE: ShareGroup,
+                  GroupType.STREAMS: StreamsGroup}
+
+_T = RecordType
+Handler = Callable[[GroupCoordinatorShard, CoordinatorRecord, int, int, int, bool], None]
+DISPATCH: dict[RecordType, Handler] = {
+    _T.LEGACY_OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,  # same logical key space as type 1 (spec §1.3)
+    _T.OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,
+    _T.GROUP_METADATA: GroupCoordinatorShard._group_metadata,
+    _T.CONSUMER_GROUP_METADATA: GroupCoordinatorShard._cg_epoch,
+    _T.CONSUMER_GROUP_PARTITION_METADATA: GroupCoordinatorShard._cg_partition_metadata,
+    _T.CONSUMER_GROUP_MEMBER_METADATA: GroupCoordinatorShard._cg_member,
+    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: GroupCoordinatorShard._cg_target_epoch,
+    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: GroupCoordinatorShard._cg_target_member,
+    _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: GroupCoordinatorShard._cg_current_assignment,
+    _T.CONSUMER_GROUP_REGULAR_EXPRESSION: GroupCoordinatorShard._cg_regex,
+    **{t: GroupCoordinatorShard._share for t in (
+        _T.SHARE_GROUP_PARTITION_METADATA, _T.SHARE_GROUP_MEMBER_METADATA, _T.SHARE_GROUP_METADATA,
+        _T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, _T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        _T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.SHARE_GROUP_STATE_PARTITION_METADATA)},
+    **{t: GroupCoordinatorShard._streams for t in (
+        _T.STREAMS_GROUP_METADATA, _T.STREAMS_GROUP_PARTITION_METADATA, _T.STREAMS_GROUP_MEMBER_METADATA,
+        _T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, _T.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        _T.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.STREAMS_GROUP_TOPOLOGY)},
+}
+
+
+class CoordinatorModel:
+    """All shards of one cluster (what the CLI's segment-file path builds): one shard per offsets partition."""
+
+    __slots__ = ("config", "shards")
+
+    def __init__(self, config: ModelConfig = ModelConfig()) -> None:
+        self.config = config
+        self.shards: dict[int, GroupCoordinatorShard] = {}
+
+    def shard(self, partition: int) -> GroupCoordinatorShard:
+        s = self.shards.get(partition)
+        if s is None:
+            s = self.shards[partition] = GroupCoordinatorShard(partition, self.config)
+        return s
+
+    def __iter__(self) -> Iterator[GroupCoordinatorShard]:
+        return iter(self.shards[p] for p in sorted(self.shards))
+
+    def apply_heartbeat(self, now_ms: int, end_offsets, topic_ids=None) -> None:
+        for s in self.shards.values():
+            s.apply_heartbeat(now_ms, end_offsets, topic_ids)
+
+    def drain_events(self) -> list[ev.Event]:
+        return [e for s in self for e in s.drain_events()]
+
+    def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> list[ev.ShardSnapshot]:
+        return [s.snapshot(now_ms, caught_up) for s in self]
+
+
+def shards_of(shard_or_model) -> Iterable[GroupCoordinatorShard]:
+    """A shard, a CoordinatorModel or an iterable of shards, as an iterable of shards."""
+    if isinstance(shard_or_model, GroupCoordinatorShard):
+        return (shard_or_model,)
+    return tuple(shard_or_model)

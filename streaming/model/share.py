@@ -1,0 +1,147 @@
+"""Share groups (KIP-932, record types 9-15): membership, epochs and state.
+
+Mirrors ``modern/share/ShareGroup.java`` as replayed by ``GroupMetadataManager`` in 4.0: group epoch (type 11, both
+the 4.0 and 4.1 layouts), subscription metadata (type 9, 4.0 only), members (type 10), target assignment (types 12
+and 13), current assignments (type 14) and which topics have share-partition state (type 15). A share group is
+never confused with a consumer group: it has its own class, type and state enum. State: Empty without members,
+else Stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import events as ev
+from ._base import id_assignment
+from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, ShareGroupState, \
+    apply, derive_share_group_state
+
+__all__ = ["ShareMember", "ShareGroup"]
+
+
+@dataclass(slots=True)
+class ShareMember:
+    member_id: str
+    lifecycle: MemberLifecycle = MemberLifecycle.ABSENT
+    rack_id: str | None = None
+    client_id: str = ""
+    host: str = ""
+    topics: tuple[str, ...] = ()
+    member_epoch: int = 0
+    previous_epoch: int = -1
+    state: int = 0
+    assigned: dict[bytes, tuple[int, ...]] = field(default_factory=dict)
+
+    def to_tuple(self) -> tuple:
+        return (self.member_id, self.lifecycle.value, self.rack_id, self.client_id, self.host, self.topics,
+                self.member_epoch, self.previous_epoch, self.state, tuple(self.assigned.items()))
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "ShareMember":
+        return cls(t[0], MemberLifecycle(t[1]), *t[2:9], dict(t[9]))
+
+
+@dataclass(slots=True)
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    target: dict[str, dict[bytes, tuple[int, ...]]] = field(default_factory=dict)
+    subscription_metadata: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    state: ShareGroupState = ShareGroupState.EMPTY
+    rebalances: int = 0
+    last_rebalance_ts: int | None = None
+
+    group_type = GroupType.SHARE
+
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    def update_state(self, offset: int, timestamp: int, out: list) -> None:
+        new = derive_share_group_state(len(self.members))
+        if new != self.state:
+            out.append(ev.GroupStateChanged(self.group_id, offset, timestamp, GroupType.SHARE, self.state.value,
+                                            new.value))
+            self.state = new
+
+    def replay_epoch(self, epoch: int, offset: int, timestamp: int, out: list) -> None:
+        if epoch != self.group_epoch and self.group_epoch > 0:
+            self.rebalances += 1
+            self.last_rebalance_ts = timestamp
+            out.append(ev.Rebalance(self.group_id, offset, timestamp, GroupType.SHARE, epoch, self.group_epoch,
+                                    (ev.RebalanceCause.UNKNOWN,), len(self.members), len(self.members), None, None,
+                                    None))
+        self.group_epoch = epoch
+        self.update_state(offset, timestamp, out)
+
+    def replay_member(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+        """Type 10.
+
+        Raises:
+            InvalidTransition: a member tombstone before its current-assignment tombstone.
+            InconsistentRecord: a member removed while still in the target assignment.
+        """
+        m = self.members.get(member_id)
+        if value is None:
+            if m is None:
+                return
+            apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA_TOMBSTONE)
+            if member_id in self.target:
+                raise InconsistentRecord(f"share group {self.group_id}: member {member_id} still in the target")
+            del self.members[member_id]
+            out.append(ev.MemberLeft(self.group_id, offset, timestamp, member_id, m.client_id, None))
+        else:
+            if m is None:
+                m = self.members[member_id] = ShareMember(member_id)
+                out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, value.client_id,
+                                           value.client_host, None))
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+            m.rack_id, m.client_id, m.host = value.rack_id, value.client_id, value.client_host
+            m.topics = tuple(value.subscribed_topic_names)
+        self.update_state(offset, timestamp, out)
+
+    def replay_target_epoch(self, epoch: int | None) -> None:
+        if epoch is None and self.target:
+            raise InconsistentRecord(f"share group {self.group_id}: target tombstone with members in the target")
+        self.assignment_epoch = -1 if epoch is None else epoch
+
+    def replay_target_member(self, member_id: str, topic_partitions) -> None:
+        if topic_partitions is None:
+            self.target.pop(member_id, None)
+        else:
+            self.target[member_id] = id_assignment(topic_partitions)
+
+    def replay_current_assignment(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+        m = self.members.get(member_id)
+        if value is None:
+            if m is None:
+                return
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle,
+                                MemberTrigger.CURRENT_ASSIGNMENT_TOMBSTONE)
+            m.member_epoch = m.previous_epoch = -1
+            m.assigned = {}
+        else:
+            if m is None:
+                m = self.members[member_id] = ShareMember(member_id)
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.CURRENT_ASSIGNMENT)
+            m.member_epoch, m.previous_epoch, m.state = value.member_epoch, value.previous_member_epoch, value.state
+            m.assigned = id_assignment(value.assigned_partitions)
+        self.update_state(offset, timestamp, out)
+
+    def to_tuple(self) -> tuple:
+        return (self.group_id, self.group_epoch, self.assignment_epoch,
+                tuple(m.to_tuple() for m in self.members.values()),
+                tuple((k, tuple(v.items())) for k, v in self.target.items()), tuple(self.subscription_metadata.items()),
+                self.state.value, self.rebalances, self.last_rebalance_ts)
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "ShareGroup":
+        g = cls(t[0], t[1], t[2])
+        g.members = {m[0]: ShareMember.from_tuple(m) for m in t[3]}
+        g.target = {k: dict(v) for k, v in t[4]}
+        g.subscription_metadata = dict(t[5])
+        g.state = ShareGroupState(t[6])
+        g.rebalances, g.last_rebalance_ts = t[7], t[8]
+        return g

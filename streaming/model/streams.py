@@ -1,0 +1,162 @@
+"""Streams groups (KIP-1071, record types 17-23, Kafka 4.1+): membership, epochs, topology and state.
+
+Mirrors ``streams/StreamsGroup.java``: group epoch (type 17), topology (type 23), members (type 19), target
+assignment (types 20 and 21), current assignments (type 22). Tasks are (subtopology, partition) pairs, not topic
+partitions, so streams groups carry no topic assignment; their offsets are ordinary commits. State is derived by
+:func:`states.derive_streams_group_state` (NotReady while no topology is known; the topology's validation against
+topic metadata is not logged, so a group with a topology is treated as ready).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol.records import StreamsMemberState
+
+from . import events as ev
+from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, StreamsGroupState, \
+    apply, derive_streams_group_state
+
+__all__ = ["StreamsMember", "StreamsGroup"]
+
+
+def _tasks(tasks) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((t.subtopology_id, p) for t in tasks for p in t.partitions))
+
+
+@dataclass(slots=True)
+class StreamsMember:
+    member_id: str
+    lifecycle: MemberLifecycle = MemberLifecycle.ABSENT
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    host: str = ""
+    process_id: str = ""
+    topology_epoch: int = -1
+    member_epoch: int = 0
+    previous_epoch: int = -1
+    state: int = int(StreamsMemberState.STABLE)
+    active_tasks: tuple[tuple[str, int], ...] = ()
+
+    def to_tuple(self) -> tuple:
+        return (self.member_id, self.lifecycle.value, *(getattr(self, f) for f in (
+            "instance_id", "rack_id", "client_id", "host", "process_id", "topology_epoch", "member_epoch",
+            "previous_epoch", "state", "active_tasks")))
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "StreamsMember":
+        return cls(t[0], MemberLifecycle(t[1]), *t[2:])
+
+
+@dataclass(slots=True)
+class StreamsGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    topology_epoch: int | None = None
+    members: dict[str, StreamsMember] = field(default_factory=dict)
+    target: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    state: StreamsGroupState = StreamsGroupState.EMPTY
+    rebalances: int = 0
+    last_rebalance_ts: int | None = None
+
+    group_type = GroupType.STREAMS
+
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    def update_state(self, offset: int, timestamp: int, out: list) -> None:
+        new = derive_streams_group_state(len(self.members), self.topology_epoch is not None, self.group_epoch,
+                                         self.assignment_epoch,
+                                         ((m.member_epoch, m.state) for m in self.members.values()))
+        if new != self.state:
+            out.append(ev.GroupStateChanged(self.group_id, offset, timestamp, GroupType.STREAMS, self.state.value,
+                                            new.value))
+            self.state = new
+
+    def replay_epoch(self, epoch: int, offset: int, timestamp: int, out: list) -> None:
+        if epoch != self.group_epoch and self.group_epoch > 0:
+            self.rebalances += 1
+            self.last_rebalance_ts = timestamp
+            out.append(ev.Rebalance(self.group_id, offset, timestamp, GroupType.STREAMS, epoch, self.group_epoch,
+                                    (ev.RebalanceCause.UNKNOWN,), len(self.members), len(self.members), None, None,
+                                    None))
+        self.group_epoch = epoch
+        self.update_state(offset, timestamp, out)
+
+    def replay_topology(self, epoch: int | None, offset: int, timestamp: int, out: list) -> None:
+        self.topology_epoch = epoch
+        self.update_state(offset, timestamp, out)
+
+    def replay_member(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+        """Type 19.
+
+        Raises:
+            InvalidTransition: a member tombstone before its current-assignment tombstone.
+            InconsistentRecord: a member removed while still in the target assignment.
+        """
+        m = self.members.get(member_id)
+        if value is None:
+            if m is None:
+                return
+            apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA_TOMBSTONE)
+            if member_id in self.target:
+                raise InconsistentRecord(f"streams group {self.group_id}: member {member_id} still in the target")
+            del self.members[member_id]
+            out.append(ev.MemberLeft(self.group_id, offset, timestamp, member_id, m.client_id, m.instance_id))
+        else:
+            if m is None:
+                m = self.members[member_id] = StreamsMember(member_id)
+                out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, value.client_id,
+                                           value.client_host, value.instance_id))
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+            m.instance_id, m.rack_id, m.client_id, m.host = (value.instance_id, value.rack_id, value.client_id,
+                                                              value.client_host)
+            m.process_id, m.topology_epoch = value.process_id, value.topology_epoch
+        self.update_state(offset, timestamp, out)
+
+    def replay_target_epoch(self, epoch: int | None, offset: int, timestamp: int, out: list) -> None:
+        if epoch is None and self.target:
+            raise InconsistentRecord(f"streams group {self.group_id}: target tombstone with members in the target")
+        self.assignment_epoch = -1 if epoch is None else epoch
+        self.update_state(offset, timestamp, out)
+
+    def replay_target_member(self, member_id: str, value) -> None:
+        if value is None:
+            self.target.pop(member_id, None)
+        else:
+            self.target[member_id] = _tasks(value.active_tasks)
+
+    def replay_current_assignment(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+        m = self.members.get(member_id)
+        if value is None:
+            if m is None:
+                return
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle,
+                                MemberTrigger.CURRENT_ASSIGNMENT_TOMBSTONE)
+            m.member_epoch = m.previous_epoch = -1
+            m.active_tasks = ()
+        else:
+            if m is None:
+                m = self.members[member_id] = StreamsMember(member_id)
+            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.CURRENT_ASSIGNMENT)
+            m.member_epoch, m.previous_epoch = value.member_epoch, value.previous_member_epoch
+            m.state = int(StreamsMemberState.parse(value.state))
+            m.active_tasks = _tasks(value.active_tasks)
+        self.update_state(offset, timestamp, out)
+
+    def to_tuple(self) -> tuple:
+        return (self.group_id, self.group_epoch, self.assignment_epoch, self.topology_epoch,
+                tuple(m.to_tuple() for m in self.members.values()), tuple(self.target.items()), self.state.value,
+                self.rebalances, self.last_rebalance_ts)
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "StreamsGroup":
+        g = cls(t[0], t[1], t[2], t[3])
+        g.members = {m[0]: StreamsMember.from_tuple(m) for m in t[4]}
+        g.target = dict(t[5])
+        g.state = StreamsGroupState(t[6])
+        g.rebalances, g.last_rebalance_ts = t[7], t[8]
+        return g

@@ -1,0 +1,415 @@
+"""Scenario tests built with ``protocol.builders`` (Kafka's record helpers) and replayed through the shard.
+
+Each table case has an id and a comment on why its expectation is right.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol import builders as b
+from protocol.codec import decode_record, encode_record
+from protocol.records import MemberState, RecordType, UnknownRecord
+from protocol._wire import Uuid
+from streaming.model import events as ev
+from streaming.model.describe import describe, render_text
+from streaming.model.lag import EndOffsetHistory, EndOffsetSample, offset_lag
+from streaming.model.rebalance import RebalanceConfig
+from streaming.model.rules import Status, Thresholds
+from streaming.model.shard import GroupCoordinatorShard, ModelConfig
+
+T0 = 1_800_000_000_000
+C = ev.RebalanceCause
+
+
+class Log:
+    """Appends records at increasing offsets; every record goes through the real encoder and decoder."""
+
+    def __init__(self, config: ModelConfig = ModelConfig()):
+        self.shard = GroupCoordinatorShard(7, config)
+        self.offset = 0
+
+    def add(self, record, ts: int, producer_id: int = -1, transactional: bool = False):
+        key, value = encode_record(record)
+        self.shard.replay(self.offset, ts, decode_record(key, value), producer_id, -1, transactional)
+        self.offset += 1
+
+    def marker(self, producer_id: int, kind: str, ts: int):
+        self.shard.replay_end_txn_marker(producer_id, kind, self.offset, ts)
+        self.offset += 1
+
+    def events(self, kind=None):
+        out = self.shard.drain_events()
+        return [e for e in out if kind is None or isinstance(e, kind)]
+
+
+def member(mid, client, topics, assignment, instance=None, host="/10.0.0.1"):
+    return b.new_classic_member(mid, client_id=client, client_host=host, group_instance_id=instance,
+                                subscription=b.new_consumer_subscription(topics),
+                                assignment=b.new_consumer_assignment(assignment))
+
+
+def generation(g, gen, members, ts, leader=None):
+    return b.new_group_metadata(g, generation=gen, protocol_type="consumer", protocol="range",
+                                leader=leader or (members[0].member_id if members else None), members=members,
+                                current_state_timestamp=ts)
+
+
+A1 = member("a-1", "a", ["t"], {"t": [0, 1]})
+B1 = member("b-1", "b", ["t"], {"t": [2, 3]})
+A1_ALL = member("a-1", "a", ["t"], {"t": [0, 1, 2, 3]})
+B1_ALL = member("b-1", "b", ["t"], {"t": [0, 1, 2, 3]})
+A1_SUB = member("a-1", "a", ["t", "u"], {"t": [0, 1], "u": [0]})
+S1 = member("s-1", "s", ["t"], {"t": [0, 1]}, instance="inst-s")
+S2 = member("s-2", "s", ["t"], {"t": [0, 1]}, instance="inst-s")
+X1 = member("x-1", "x", ["t"], {"t": [2, 3]})
+
+# (id, generation N members, generation N+1 members, expected causes, moved, stayed)
+CLASSIC_CAUSES = [
+    # 1. b joins: a keeps 0,1 and gives 2,3 away? a held all four before, so 2 and 3 move to b.
+    ("joined", [A1_ALL], [A1, B1], (C.MEMBER_JOINED,), 2, 2),
+    # 2. a leaves (or expires: the log cannot tell): its partitions move to b; leader changes from a to b.
+    ("left", [A1, B1], [B1_ALL], (C.MEMBER_LEFT, C.LEADER_CHANGED), 2, 2),
+    # 3. a static member comes back under a new member id in a new generation: not a join plus a leave.
+    ("static_rejoined", [S1, X1], [S2, X1], (C.STATIC_MEMBER_REJOINED, C.LEADER_CHANGED), 0, 4),
+    # 4. a's subscription gains topic u.
+    ("subscription_changed", [A1, B1], [A1_SUB, B1], (C.SUBSCRIPTION_CHANGED,), 0, 4),
+    # 5. everybody left: the last rebalance writes an empty generation.
+    ("emptied", [A1, B1], [], (C.MEMBER_LEFT, C.GROUP_EMPTIED), None, None),
+]
+
+
+@pytest.mark.parametrize("case", CLASSIC_CAUSES, ids=[c[0] for c in CLASSIC_CAUSES])
+def test_classic_rebalance_causes(case):
+    _, before, after, causes, moved, stayed = case
+    log = Log()
+    log.add(generation("g", 1, before, T0), T0)
+    log.add(generation("g", 2, after, T0 + 5000), T0 + 5000)
+    rb = log.events(ev.Rebalance)
+    assert len(rb) == 1
+    r = rb[0]
+    assert (r.generation, r.previous_generation, r.causes) == (2, 1, causes)
+    if moved is not None:
+        assert (r.partitions_moved, r.partitions_stayed) == (moved, stayed)
+    assert r.seconds_since_previous == 5.0
+
+
+def test_leader_change_alone():
+    """Same members, new leader: the only visible cause is LEADER_CHANGED."""
+    log = Log()
+    log.add(generation("g", 1, [A1, B1], T0, leader="a-1"), T0)
+    log.add(generation("g", 2, [A1, B1], T0 + 1, leader="b-1"), T0 + 1)
+    assert log.events(ev.Rebalance)[0].causes == (C.LEADER_CHANGED,)
+
+
+def test_static_member_replaced_without_rebalance():
+    """KIP-345: same generation, same instance id, new member id: a replacement event, no rebalance."""
+    log = Log()
+    log.add(generation("g", 3, [S1, X1], T0), T0)
+    log.add(generation("g", 3, [S2, X1], T0 + 100), T0 + 100)
+    out = log.events()
+    assert not [e for e in out if isinstance(e, ev.Rebalance)]
+    rep = [e for e in out if isinstance(e, ev.StaticMemberReplaced)]
+    assert [(e.instance_id, e.old_member_id, e.new_member_id) for e in rep] == [("inst-s", "s-1", "s-2")]
+    d = describe(log.shard)["groups"]["g"]
+    assert {m["member_id"] for m in d["members"]} == {"s-2", "x-1"} and d["state"] == "STABLE"
+
+
+TID = Uuid(b"\x01" * 16)
+
+
+def kip848_join(log, g, mid, epoch, parts, ts, n_partitions=4, client="c"):
+    log.add(b.new_consumer_group_member(g, mid, client_id=client, subscribed_topic_names=["t"]), ts)
+    log.add(b.new_consumer_group_partition_metadata(g, [(TID, "t", n_partitions)]), ts)
+    log.add(b.new_consumer_group_epoch(g, epoch), ts)
+    log.add(b.new_target_assignment_member(g, mid, {TID: parts}), ts)
+    log.add(b.new_target_assignment_epoch(g, epoch), ts)
+    log.add(b.new_current_assignment(g, mid, member_epoch=epoch, previous_member_epoch=epoch - 1,
+                                     assigned={TID: parts}), ts)
+
+
+def test_kip848_states_and_partitions_added():
+    """Records of one heartbeat: Assigning is not visible between operations (≤ 4.2), but Reconciling is while
+    a member's current assignment lags; a partition-count rise is PARTITIONS_ADDED."""
+    log = Log()
+    kip848_join(log, "k", "m1", 1, [0, 1, 2, 3], T0)
+    assert describe(log.shard)["groups"]["k"]["state"] == "STABLE"
+    log.events()
+    # topic t grows to 6 partitions: metadata, epoch bump, new target, member reconciles later
+    log.add(b.new_consumer_group_partition_metadata("k", [(TID, "t", 6)]), T0 + 1000)
+    log.add(b.new_consumer_group_epoch("k", 2), T0 + 1000)
+    assert describe(log.shard)["groups"]["k"]["state"] == "ASSIGNING"
+    log.add(b.new_target_assignment_member("k", "m1", {TID: [0, 1, 2, 3, 4, 5]}), T0 + 1000)
+    log.add(b.new_target_assignment_epoch("k", 2), T0 + 1000)
+    assert describe(log.shard)["groups"]["k"]["state"] == "RECONCILING"
+    rb = log.events(ev.Rebalance)
+    assert rb and rb[0].causes == (C.PARTITIONS_ADDED,) and (rb[0].partitions_moved, rb[0].partitions_stayed) == (0, 4)
+    log.add(b.new_current_assignment("k", "m1", member_epoch=2, previous_member_epoch=1,
+                                     assigned={TID: [0, 1, 2, 3, 4, 5]}), T0 + 1500)
+    d = describe(log.shard)["groups"]["k"]
+    assert d["state"] == "STABLE" and d["members"][0]["assignment"] == [["t", p] for p in range(6)]
+    assert d["partition_assignor"] == "uniform"  # no member names a server assignor: Kafka's default
+
+
+def test_kip848_member_tombstone_order_is_enforced():
+    """A member-metadata tombstone before the current-assignment tombstone is what Kafka rejects: an Anomaly."""
+    log = Log()
+    kip848_join(log, "k", "m1", 1, [0, 1], T0)
+    log.events()
+    log.add(b.new_target_assignment_member_tombstone("k", "m1"), T0 + 1)
+    log.add(b.new_consumer_group_member_tombstone("k", "m1"), T0 + 1)
+    anomalies = log.events(ev.Anomaly)
+    assert len(anomalies) == 1 and "InvalidTransition" in anomalies[0].reason
+    # the proper order removes the member
+    log.add(b.new_current_assignment_tombstone("k", "m1"), T0 + 2)
+    log.add(b.new_consumer_group_member_tombstone("k", "m1"), T0 + 2)
+    log.add(b.new_consumer_group_epoch("k", 2), T0 + 2)
+    d = describe(log.shard)["groups"]["k"]
+    assert d["state"] == "EMPTY" and d["members"] == []
+    assert C.GROUP_EMPTIED in log.events(ev.Rebalance)[0].causes
+
+
+def _restart(log, g, gen, members, ts):
+    log.add(generation(g, gen, members, ts), ts)
+
+
+def test_rolling_restart_is_not_a_storm():
+    """Five members restart one after another (each leaves and a new instance joins): a RollingRestart."""
+    cfg = ModelConfig(rebalance=RebalanceConfig(storm_rebalances=5, storm_window_ms=600_000))
+    log = Log(cfg)
+    ms = [member(f"p{i}-old", f"p{i}", ["t"], {"t": [i]}, host=f"/10.0.0.{i}") for i in range(5)]
+    gen, ts = 1, T0
+    _restart(log, "g", gen, ms, ts)
+    for i in range(5):  # pod i goes away (one rebalance) and comes back with a new IP (another)
+        gen += 1; ts += 20_000
+        ms = [m for m in ms if m.client_id != f"p{i}"]
+        _restart(log, "g", gen, ms, ts)
+        gen += 1; ts += 20_000
+        ms = ms + [member(f"p{i}-new", f"p{i}", ["t"], {"t": [i]}, host=f"/10.0.1.{i}")]
+        _restart(log, "g", gen, ms, ts)
+    out = log.events()
+    assert [type(e).__name__ for e in out if isinstance(e, (ev.RebalanceStorm, ev.RollingRestart))] == \
+        ["RollingRestart"]
+
+
+def test_flapping_member_is_a_storm():
+    """The same member (same client id and host) leaves and rejoins again and again: a RebalanceStorm."""
+    log = Log(ModelConfig(rebalance=RebalanceConfig(storm_rebalances=5, storm_window_ms=600_000)))
+    stable = member("a-1", "a", ["t"], {"t": [0]})
+    gen, ts = 1, T0
+    _restart(log, "g", gen, [stable], ts)
+    for i in range(4):
+        gen += 1; ts += 10_000
+        _restart(log, "g", gen, [stable, member(f"f-{i}", "flappy", ["t"], {"t": [1]}, host="/10.9.9.9")], ts)
+        gen += 1; ts += 10_000
+        _restart(log, "g", gen, [stable], ts)
+    storms = log.events(ev.RebalanceStorm)
+    assert len(storms) == 1 and storms[0].rebalances == 5
+
+
+def test_offset_tombstone_and_group_tombstone_mirror_kafka():
+    """Offset tombstones delete offsets; a group tombstone deletes the group metadata but not the offsets
+    (Kafka deletes those with their own tombstones first), so the group shows as DEAD until they go too."""
+    log = Log()
+    log.add(generation("g", 1, [A1], T0), T0)
+    log.add(b.new_offset_commit("g", "t", 0, 10, commit_timestamp=T0), T0)
+    log.add(b.new_offset_commit("g", "t", 1, 20, commit_timestamp=T0), T0)
+    log.add(b.new_offset_commit_tombstone("g", "t", 0), T0 + 1)
+    assert [o["partition"] for o in describe(log.shard)["groups"]["g"]["offsets"]] == [1]
+    log.add(b.new_group_metadata_tombstone("g"), T0 + 2)
+    d = describe(log.shard)["groups"]["g"]
+    assert d["state"] == "DEAD" and d["members"] == [] and len(d["offsets"]) == 1
+    log.add(b.new_offset_commit_tombstone("g", "t", 1), T0 + 3)
+    assert "g" not in describe(log.shard)["groups"]
+    kinds = [type(e).__name__ for e in log.events()]
+    assert kinds.count("OffsetDeleted") == 2 and "GroupDeleted" in kinds
+
+
+# (id, steps, expected committed offset of ("g", "t", 0)) — Kafka's OffsetMetadataManager replay rules.
+TXN_CASES = [
+    # 1. COMMIT applies the pending offset.
+    ("commit", [("txn", 5), ("COMMIT",)], 5),
+    # 2. ABORT drops it: the earlier plain commit stays.
+    ("abort", [("plain", 3), ("txn", 5), ("ABORT",)], 3),
+    # 3. A plain commit written after the transactional one is newer by record offset: it wins at COMMIT.
+    ("plain_after_txn_wins", [("txn", 5), ("plain", 4), ("COMMIT",)], 4),
+    # 4. A tombstone between the commit and the marker also drops the pending offset.
+    ("tombstone_clears_pending", [("txn", 5), ("tomb",), ("COMMIT",)], None),
+    # 5. Still open: nothing visible yet.
+    ("open", [("plain", 2), ("txn", 5)], 2),
+]
+
+
+@pytest.mark.parametrize("case", TXN_CASES, ids=[c[0] for c in TXN_CASES])
+def test_transactional_replay(case):
+    _, steps, want = case
+    log = Log()
+    for i, step in enumerate(steps):
+        ts = T0 + i
+        if step[0] == "txn":
+            log.add(b.new_offset_commit("g", "t", 0, step[1], commit_timestamp=ts), ts, producer_id=42,
+                    transactional=True)
+        elif step[0] == "plain":
+            log.add(b.new_offset_commit("g", "t", 0, step[1], commit_timestamp=ts), ts)
+        elif step[0] == "tomb":
+            log.add(b.new_offset_commit_tombstone("g", "t", 0), ts)
+        else:
+            log.marker(42, step[0], ts)
+    got = log.shard.offsets.get("g", "t", 0)
+    assert (got[0] if got else None) == want
+
+
+# (id, committed, hwm, lso, transactional, expected lag)
+LAG_CASES = [
+    ("behind", 90, 100, 100, False, 10),
+    ("clamped_never_negative", 120, 100, 100, False, 0),  # commit raced ahead of a stale HWM sample
+    ("open_txn_uses_lso", 80, 100, 85, True, 5),  # a read_committed consumer cannot pass the LSO
+    ("only_marker_left", 99, 100, 100, True, 0),  # the last record is the COMMIT marker
+    ("marker_rule_needs_txn_topic", 99, 100, 100, False, 1),  # a plain topic: one real record left
+    ("lso_above_hwm_race", 50, 50, 51, False, 0),  # seen in the capture: LSO sampled after the HWM
+]
+
+
+@pytest.mark.parametrize("case", LAG_CASES, ids=[c[0] for c in LAG_CASES])
+def test_offset_lag(case):
+    _, committed, hwm, lso, txn, want = case
+    assert offset_lag(committed, hwm, lso, txn)[1] == want
+
+
+def test_time_lag_interpolates_and_is_bounded_on_replays():
+    h = EndOffsetHistory(8)
+    for i in range(8):
+        h.observe(EndOffsetSample(100 * (i + 1), -1, -1, T0 + i * 10_000))
+    now = T0 + 70_000
+    # committed 450: the end passed 450 between samples 4 (t=30 s, 400) and 5 (t=40 s, 500): at ~35.1 s
+    secs, lower = h.time_lag(450, now)
+    assert not lower and 34.0 < secs < 35.5
+    # a group replaying old data (offset 0, far older than the history): at least the history span, flagged
+    secs, lower = h.time_lag(0, now)
+    assert lower and secs == 70.0
+    # caught up: 0 even though the producer has been silent
+    assert h.time_lag(800, now + 3_600_000) == (0.0, False)
+
+
+def test_idle_partition_never_alarms_and_stopped_consumer_does():
+    cfg = ModelConfig(thresholds=Thresholds(stop_after_ms=60_000))
+    log = Log(cfg)
+    log.add(b.new_offset_commit("idle", "t", 0, 100, commit_timestamp=T0), T0)
+    log.add(b.new_offset_commit("dead", "t", 1, 100, commit_timestamp=T0), T0)
+    for i in range(12):  # two hours of heartbeats: partition 0 silent, partition 1 keeps growing
+        log.shard.apply_heartbeat(T0 + i * 600_000, {("t", 0): (100, 100, 0), ("t", 1): (100 + 50 * i, 100 + 50 * i, 0)})
+    snap = {g.group_id: g for g in log.shard.snapshot().groups}
+    assert snap["idle"].status == Status.OK and snap["idle"].partitions[0].lag_seconds == 0.0
+    assert snap["dead"].status == Status.STOP
+    changed = log.events(ev.StatusChanged)
+    assert [(e.group_id, e.new) for e in changed] == [("dead", Status.STOP)]
+    # while the source is still replaying history, STOP is held back
+    assert {g.status for g in log.shard.snapshot(caught_up=False).groups} == {Status.OK}
+
+
+def test_stalled_consumer():
+    log = Log(ModelConfig(thresholds=Thresholds(min_distance_ms=0)))
+    for i in range(5):
+        ts = T0 + i * 30_000
+        log.add(b.new_offset_commit("g", "t", 0, 50, commit_timestamp=ts), ts)
+        log.shard.apply_heartbeat(ts, {("t", 0): 60 + 10 * i})
+    assert log.shard.snapshot().groups[0].status == Status.STALL
+
+
+def test_rewind_detected():
+    log = Log(ModelConfig(thresholds=Thresholds(min_distance_ms=0)))
+    for i, off in enumerate([400, 500, 100, 150]):
+        ts = T0 + i * 30_000
+        log.add(b.new_offset_commit("g", "t", 0, off, commit_timestamp=ts), ts)
+        log.shard.apply_heartbeat(ts, {("t", 0): 600})
+    assert log.shard.snapshot().groups[0].status == Status.REWIND
+
+
+def test_data_loss_risk():
+    log = Log()
+    log.add(b.new_offset_commit("g", "t", 0, 10, commit_timestamp=T0), T0)
+    log.shard.apply_heartbeat(T0, {("t", 0): EndOffsetSample(500, 500, 200)})
+    p = log.shard.snapshot().groups[0].partitions[0]
+    assert p.data_loss_risk and p.status == Status.ERR
+
+
+def test_unknown_records_are_skipped_once_visibly():
+    log = Log()
+    for _ in range(3):
+        log.shard.replay(log.offset, T0, UnknownRecord(99, 0, b"\x00\x63", b"\x00\x00", "unknown record type 99"))
+        log.offset += 1
+    assert len(log.events(ev.Anomaly)) == 1 and log.shard.unknown_records == 3
+
+
+def test_share_group_is_not_a_consumer_group():
+    from protocol.records import GroupKey, GroupMemberKey, ShareGroupMemberMetadataValue, ShareGroupMetadataValue_4_0
+    from protocol.records import CoordinatorRecord
+    log = Log()
+    log.shard.replay(0, T0, CoordinatorRecord(RecordType.SHARE_GROUP_MEMBER_METADATA, GroupMemberKey(
+        group_id="sh", member_id="m"), ShareGroupMemberMetadataValue(rack_id=None, client_id="c", client_host="/h",
+                                                                     subscribed_topic_names=("t",)), 0))
+    log.shard.replay(1, T0, CoordinatorRecord(RecordType.SHARE_GROUP_METADATA, GroupKey(group_id="sh"),
+                                              ShareGroupMetadataValue_4_0(epoch=1), 0))
+    d = describe(log.shard)["groups"]["sh"]
+    assert (d["type"], d["state"], d["group_epoch"]) == ("SHARE", "STABLE", 1)
+    # a consumer-group record for the same id is an inconsistency, never a silent conversion
+    log.add(b.new_consumer_group_epoch("sh", 2), T0)
+    assert "not a consumer group" in log.events(ev.Anomaly)[0].reason
+
+
+def test_state_round_trip_and_text_render():
+    log = Log()
+    log.add(generation("g", 1, [A1, B1], T0), T0)
+    kip848_join(log, "k", "m1", 1, [0, 1], T0)
+    for p in range(4):
+        log.add(b.new_offset_commit("g", "t", p, 10 + p, commit_timestamp=T0, metadata="x" if p else ""), T0)
+    log.add(b.new_offset_commit("g", "t", 0, 5, commit_timestamp=T0), T0, producer_id=9, transactional=True)
+    log.shard.apply_heartbeat(T0 + 1000, {("t", p): 20 for p in range(4)})
+    before = describe(log.shard)
+    blob = log.shard.to_bytes()
+    restored = GroupCoordinatorShard.from_bytes(blob)
+    assert describe(restored) == before
+    assert restored.offsets.pending == log.shard.offsets.pending
+    text = render_text(describe(log.shard, {("t", p): 20 for p in range(4)}))
+    assert "CURRENT-OFFSET" in text and "a-1" in text and "LOG-END-OFFSET" in text
+    with pytest.raises(ValueError):
+        GroupCoordinatorShard.from_bytes(b"nope")
+
+
+def test_what_if_with_assignors():
+    from streaming.model.assignment import what_if
+    log = Log()
+    lopsided = [member("a-1", "a", ["t"], {"t": [0, 1, 2]}), member("b-1", "b", ["t"], {"t": [3]})]
+    log.add(generation("g", 1, lopsided, T0), T0)
+    results = {w.strategy: w for w in what_if(log.shard, "g")}
+    assert set(results) == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    assert results["range"].skew == 0 and results["range"].is_balanced
+    assert results["sticky"].moved == 1 and results["sticky"].stayed == 3  # sticky moves only one partition
+
+
+def test_model_imports_without_spark_or_kafka_client():
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_module(self, name, path=None): return None\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('pyspark', 'confluent_kafka', 'deltalake'): raise ImportError(name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import streaming.model.shard, streaming.model.describe, streaming.model.assignment\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+
+
+def test_cooperative_follow_up_is_one_rebalance_not_two():
+    """Incremental cooperative rebalancing: generation N revokes (b gets nothing yet), N+1 hands the partitions
+    over with unchanged membership. The second is a COOPERATIVE_FOLLOW_UP and does not count towards storms."""
+    log = Log()
+    a_all = member("a-1", "a", ["t"], {"t": [0, 1, 2, 3]})
+    a_half = member("a-1", "a", ["t"], {"t": [0, 1]})
+    b_none = member("b-1", "b", ["t"], {})
+    log.add(generation("g", 1, [a_all], T0), T0)
+    log.add(generation("g", 2, [a_half, b_none], T0 + 100), T0 + 100)
+    log.add(generation("g", 3, [a_half, B1], T0 + 200), T0 + 200)
+    causes = [r.causes for r in log.events(ev.Rebalance)]
+    assert causes == [(C.MEMBER_JOINED,), (C.COOPERATIVE_FOLLOW_UP,)]
+    assert len(log.shard.storms.recent["g"]) == 1
