@@ -44,9 +44,23 @@ def parse_offset_commit_key(key: bytes) -> tuple[str, str, int]:
     return group, topic, _I32(key, p)[0]
 
 
+# The same few thousand (group, topic, partition) keys repeat on every commit, so parsed keys are cached by their
+# bytes; keys are immutable, so sharing one instance is safe. The cache is dropped whole when it grows past its
+# bound, which costs one re-parse per key and keeps memory flat however many groups come and go.
+_KEY_CACHE: dict[bytes, OffsetCommitKey] = {}
+_KEY_CACHE_LIMIT = 200_000
+
+
 def decode_offset_commit_key(key: bytes) -> OffsetCommitKey:
+    cached = _KEY_CACHE.get(key)
+    if cached is not None:
+        return cached
     group, topic, partition = parse_offset_commit_key(key)
-    return OffsetCommitKey(group=group, topic=topic, partition=partition)
+    decoded = OffsetCommitKey(group=group, topic=topic, partition=partition)
+    if len(_KEY_CACHE) >= _KEY_CACHE_LIMIT:
+        _KEY_CACHE.clear()
+    _KEY_CACHE[bytes(key)] = decoded
+    return decoded
 
 
 def parse_offset_commit_value(value: bytes, version: int) -> tuple[int, int, str, int, int]:

@@ -407,20 +407,37 @@ def encoder(cls: type, version: int, flexible: bool):
 # Kafka's JSON form (what its generated JsonConverter classes print)
 
 
-def _json_value(kind: Kind, element: Any, value: Any, version: int) -> Any:
-    if value is None:
-        return None
+_SKIP = object()
+
+
+def _json_converter(kind: Kind, element: Any, version: int):
+    """A function turning one field value into Kafka's JSON form, or None where the value is already JSON."""
     if kind is Kind.UUID:
-        return str(w.Uuid(value))
+        return lambda v: None if v is None else str(w.Uuid(v))
     if kind is Kind.BYTES:
-        return base64.b64encode(value).decode("ascii")
+        return lambda v: None if v is None else base64.b64encode(v).decode("ascii")
     if kind is Kind.STRUCT:
-        return to_kafka_json(value, version)
+        return lambda v: None if v is None else to_kafka_json(v, version)
     if kind is Kind.ARRAY:
         if isinstance(element, type):
-            return [to_kafka_json(item, version) for item in value]
-        return [_json_value(element, None, item, version) for item in value]
-    return value
+            return lambda v: None if v is None else [to_kafka_json(item, version) for item in v]
+        inner = _json_converter(element, None, version)
+        if inner is None:
+            return lambda v: None if v is None else list(v)
+        return lambda v: None if v is None else [inner(item) for item in v]
+    return None
+
+
+@lru_cache(maxsize=None)
+def _json_plan(cls: type, version: int) -> tuple[tuple[str, str, Any, Any], ...]:
+    plan = []
+    for name, json_name, spec in wire_fields(cls):
+        if not _in(spec.versions, version):
+            continue
+        omit_if = spec.tag_default if spec.tag is not None and _in(spec.tagged, version) else _SKIP
+        element = spec.element if spec.kind is Kind.ARRAY else spec.struct
+        plan.append((name, json_name, _json_converter(spec.kind, element, version), omit_if))
+    return tuple(plan)
 
 
 def to_kafka_json(value: Message, version: int) -> dict[str, Any]:
@@ -430,14 +447,11 @@ def to_kafka_json(value: Message, version: int) -> dict[str, Any]:
     base64; uuids in Kafka's text form; nulls as JSON null.
     """
     out: dict[str, Any] = {}
-    for name, json_name, spec in wire_fields(type(value)):
-        if not _in(spec.versions, version):
-            continue
+    for name, json_name, convert, omit_if in _json_plan(type(value), version):
         v = getattr(value, name)
-        if spec.tag is not None and _in(spec.tagged, version) and v == spec.tag_default:
+        if omit_if is not _SKIP and v == omit_if:
             continue
-        kind = spec.kind
-        out[json_name] = _json_value(kind, spec.element if kind is Kind.ARRAY else spec.struct, v, version)
+        out[json_name] = v if convert is None else convert(v)
     return out
 
 

@@ -3,7 +3,7 @@
 This is the only module of ``protocol`` that imports pyarrow. One row per input record, in input order; a record
 that does not decode gets its reason in ``decode_error`` (and nulls elsewhere) instead of raising, so a Spark task
 never dies on bad input and the quarantine sink can keep the raw bytes. Offset commits, the bulk of the topic, take
-a hand-written path that builds no per-record objects; every other type goes through ``decode_record``.
+a vectorized path that builds no per-record objects; every other type goes through ``decode_record``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 import struct
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ._offsets import parse_offset_commit_key, parse_offset_commit_value
 from .codec import decode_record
@@ -81,76 +83,152 @@ _NAMES = DECODED_SCHEMA.names
 _I16 = struct.Struct(">h").unpack_from
 
 
-def _new_columns() -> dict[str, list[Any]]:
-    return {name: [] for name in _NAMES}
+# The layout of nearly every offset commit since Kafka 2.1: value v3 with empty metadata, 24 bytes.
+_V3_EMPTY = np.dtype([("version", ">i2"), ("offset", ">i8"), ("leader_epoch", ">i4"), ("meta_len", ">i2"),
+                      ("commit_ts", ">i8")])
+assert _V3_EMPTY.itemsize == 24
+
+
+def _as_binary(column: pa.Array | pa.ChunkedArray | Sequence[bytes | None]) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not isinstance(column, pa.Array):
+        column = pa.array(column, pa.binary())
+    if pa.types.is_large_binary(column.type):
+        column = column.cast(pa.binary())
+    elif not pa.types.is_binary(column.type):
+        raise TypeError(f"expected a binary column, got {column.type}")
+    return column
+
+
+def _parse_key(key: bytes | None) -> tuple[int, str, str, int] | None:
+    """``(type, group, topic, partition)`` for a well-formed offset-commit key, else None (handled per row)."""
+    if key is None or len(key) < 2 or key[0] != 0 or key[1] > 1:
+        return None
+    try:
+        group, topic, partition = parse_offset_commit_key(key)
+    except CodecError:
+        return None
+    return key[1], group, topic, partition
 
 
 def decode_arrow(keys: pa.Array | Sequence[bytes | None], values: pa.Array | Sequence[bytes | None]) -> pa.RecordBatch:
-    """Decodes parallel key/value columns (as stored, with their int16 prefixes) into :data:`DECODED_SCHEMA`."""
-    key_list = keys.to_pylist() if isinstance(keys, (pa.Array, pa.ChunkedArray)) else list(keys)
-    value_list = values.to_pylist() if isinstance(values, (pa.Array, pa.ChunkedArray)) else list(values)
-    if len(key_list) != len(value_list):
-        raise ValueError(f"{len(key_list)} keys but {len(value_list)} values")
-    cols = _new_columns()
-    c_type, c_ver, c_tomb = cols["record_type"], cols["value_version"], cols["is_tombstone"]
-    c_group, c_topic, c_part = cols["group_id"], cols["topic"], cols["partition"]
-    c_off, c_le, c_meta = cols["committed_offset"], cols["leader_epoch"], cols["metadata"]
-    c_cts, c_ets, c_err = cols["commit_timestamp"], cols["expire_timestamp"], cols["decode_error"]
-    generic = ("member_id", "topic_id", "epoch", "protocol_type", "protocol", "leader", "current_state_timestamp",
-               "member_state", "members", "assigned_partitions")
-    generic_cols = [cols[n] for n in generic]
-    c_unknown = cols["is_unknown"]
+    """Decodes parallel key/value columns (as stored, with their int16 prefixes) into :data:`DECODED_SCHEMA`.
 
-    for key, value in zip(key_list, value_list):
-        # Fast path: offset commit (types 0/1, value v0-v3 or tombstone).
-        if key is not None and len(key) >= 2 and key[0] == 0 and key[1] <= 1:
-            version = -1
-            if value is not None and len(value) >= 2:
-                version = _I16(value, 0)[0]
-            if value is None or 0 <= version <= 3:
-                try:
-                    group, topic, partition = parse_offset_commit_key(key)
-                    if value is not None:
-                        offset, leader_epoch, metadata, cts, ets = parse_offset_commit_value(value, version)
-                except CodecError as exc:
-                    _append_error(cols, key, value, str(exc))
-                    continue
-                c_type.append(key[1])
-                c_group.append(group)
-                c_topic.append(topic)
-                c_part.append(partition)
-                if value is None:
-                    c_ver.append(None)
-                    c_tomb.append(True)
-                    c_off.append(None)
-                    c_le.append(None)
-                    c_meta.append(None)
-                    c_cts.append(None)
-                    c_ets.append(None)
-                else:
-                    c_ver.append(version)
-                    c_tomb.append(False)
-                    c_off.append(offset)
-                    c_le.append(leader_epoch)
-                    c_meta.append(metadata)
-                    c_cts.append(cts)
-                    c_ets.append(ets)
-                for col in generic_cols:
-                    col.append(None)
-                c_unknown.append(False)
-                c_err.append(None)
-                continue
+    Hand-written and vectorized because offset commits are >99% of the topic: distinct keys are few (one per
+    group, topic and partition) so they are dictionary-encoded and parsed once each, and the common 24-byte v3
+    value is read for all rows at once as a numpy record array. Everything else (other record types and versions,
+    commit metadata, malformed input) is decoded row by row and merged in place.
+    """
+    keys_arr = _as_binary(keys)
+    values_arr = _as_binary(values)
+    n = len(keys_arr)
+    if n != len(values_arr):
+        raise ValueError(f"{n} keys but {len(values_arr)} values")
+    if n == 0:
+        return pa.RecordBatch.from_pylist([], schema=DECODED_SCHEMA)
+
+    encoded = pc.dictionary_encode(keys_arr)
+    key_index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    parsed = [_parse_key(k) for k in encoded.dictionary.to_pylist()]
+    offset_key = np.array([p is not None for p in parsed] + [False], dtype=bool)[key_index]  # index -1 → False
+
+    value_null = values_arr.is_null().to_numpy(zero_copy_only=False)
+    buffers = values_arr.buffers()
+    bounds = np.frombuffer(buffers[1], dtype=np.int32)[values_arr.offset : values_arr.offset + n + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(bounds)
+
+    fast = offset_key & value_null  # offset tombstones
+    rows24 = np.flatnonzero(offset_key & ~value_null & (lengths == 24))
+    block = data[bounds[:-1][rows24, None] + np.arange(24)] if len(rows24) else np.zeros((0, 24), np.uint8)
+    v3 = np.ascontiguousarray(block).view(_V3_EMPTY).reshape(-1)
+    good = (v3["version"] == 3) & (v3["meta_len"] == 0)
+    rows = rows24[good]
+    v3 = v3[good]
+    fast[rows] = True
+
+    # Fast-path columns, full length; positions of other rows are masked (null) until merged below.
+    fast_keys = np.where(fast, key_index, -1)
+    groups = pa.array([p[1] if p else None for p in parsed] + [None], pa.string())
+    topics = pa.array([p[2] if p else None for p in parsed] + [None], pa.string())
+    take = pa.array(np.where(fast_keys < 0, len(parsed), fast_keys))
+    record_type = np.zeros(n, np.int16)
+    partition = np.zeros(n, np.int32)
+    if parsed:
+        record_type[fast] = np.array([p[0] if p else 0 for p in parsed], np.int16)[key_index[fast]]
+        partition[fast] = np.array([p[3] if p else 0 for p in parsed], np.int32)[key_index[fast]]
+    committed = np.zeros(n, np.int64)
+    leader_epoch = np.zeros(n, np.int32)
+    commit_ts = np.zeros(n, np.int64)
+    committed[rows] = v3["offset"]
+    leader_epoch[rows] = v3["leader_epoch"]
+    commit_ts[rows] = v3["commit_ts"]
+    has_value = np.zeros(n, bool)
+    has_value[rows] = True
+
+    columns: dict[str, pa.Array] = {
+        "record_type": pa.array(record_type, mask=~fast),
+        "value_version": pa.array(np.full(n, 3, np.int16), mask=~has_value),
+        "is_tombstone": pa.array(value_null),
+        "group_id": groups.take(take),
+        "topic": topics.take(take),
+        "partition": pa.array(partition, mask=~fast),
+        "committed_offset": pa.array(committed, mask=~has_value),
+        "leader_epoch": pa.array(leader_epoch, mask=~has_value),
+        "metadata": pc.if_else(pa.array(has_value), pa.scalar("", pa.string()), pa.scalar(None, pa.string())),
+        "commit_timestamp": pa.array(commit_ts, mask=~has_value),
+        "expire_timestamp": pa.array(np.full(n, -1, np.int64), mask=~has_value),
+        "is_unknown": pa.array(np.zeros(n, bool)),
+    }
+    for name in _NAMES:
+        if name not in columns:
+            columns[name] = pa.nulls(n, DECODED_SCHEMA.field(name).type)
+
+    slow = np.flatnonzero(~fast)
+    if len(slow):
+        slow_take = pa.array(slow)
+        slow_keys = keys_arr.take(slow_take).to_pylist()
+        slow_values = values_arr.take(slow_take).to_pylist()
+        merged: dict[str, list[Any]] = {name: [None] * n for name in _NAMES}
+        for i, key, value in zip(slow.tolist(), slow_keys, slow_values):
+            for name, v in _slow_row(key, value).items():
+                merged[name][i] = v
+        is_slow = np.zeros(n, bool)
+        is_slow[slow] = True
+        mask = pa.array(is_slow)
+        for name in _NAMES:
+            slow_column = pa.array(merged[name], DECODED_SCHEMA.field(name).type)
+            columns[name] = pc.if_else(mask, slow_column, columns[name])
+    return pa.RecordBatch.from_arrays([columns[name] for name in _NAMES], schema=DECODED_SCHEMA)
+
+
+def _slow_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One row decoded the general way (every type, version and error)."""
+    if key is not None and len(key) >= 2 and key[0] == 0 and key[1] <= 1 and (
+        value is None or (len(value) >= 2 and value[0] == 0 and value[1] <= 3)
+    ):
         try:
-            record = decode_record(key, value)
+            group, topic, partition = parse_offset_commit_key(key)
+            row = dict.fromkeys(_NAMES)
+            row.update(record_type=key[1], group_id=group, topic=topic, partition=partition,
+                       is_tombstone=value is None, is_unknown=False)
+            if value is not None:
+                offset, leader_epoch, metadata, cts, ets = parse_offset_commit_value(value, value[1])
+                row.update(value_version=value[1], committed_offset=offset, leader_epoch=leader_epoch,
+                           metadata=metadata, commit_timestamp=cts, expire_timestamp=ets)
+            return row
         except CodecError as exc:
-            _append_error(cols, key, value, str(exc))
-            continue
-        _append_record(cols, record)
-    return pa.RecordBatch.from_pydict(cols, schema=DECODED_SCHEMA)
+            return _error_row(key, value, str(exc))
+    try:
+        record = decode_record(key, value)
+    except CodecError as exc:
+        return _error_row(key, value, str(exc))
+    return _record_row(record)
 
 
-def _append_error(cols: dict[str, list[Any]], key: bytes | None, value: bytes | None, reason: str) -> None:
-    row = dict.fromkeys(_NAMES)
+def _error_row(key: bytes | None, value: bytes | None, reason: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(_NAMES)
     if key is not None and len(key) >= 2:
         row["record_type"] = _I16(key, 0)[0]
     if value is not None and len(value) >= 2:
@@ -158,8 +236,7 @@ def _append_error(cols: dict[str, list[Any]], key: bytes | None, value: bytes | 
     row["is_tombstone"] = value is None
     row["is_unknown"] = False
     row["decode_error"] = reason
-    for name in _NAMES:
-        cols[name].append(row[name])
+    return row
 
 
 def _partitions(items, *, by_topic_id: bool) -> list[dict[str, Any]]:
@@ -172,7 +249,7 @@ def _partitions(items, *, by_topic_id: bool) -> list[dict[str, Any]]:
     return out
 
 
-def _append_record(cols: dict[str, list[Any]], record: CoordinatorRecord | UnknownRecord) -> None:
+def _record_row(record: CoordinatorRecord | UnknownRecord) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(_NAMES)
     row["is_unknown"] = isinstance(record, UnknownRecord)
     if isinstance(record, UnknownRecord):
@@ -214,8 +291,7 @@ def _append_record(cols: dict[str, list[Any]], record: CoordinatorRecord | Unkno
                        assigned_partitions=_partitions(value.assigned_partitions, by_topic_id=True))
         elif isinstance(value, StreamsGroupCurrentMemberAssignmentValue):
             row.update(epoch=value.member_epoch, member_state=value.state)
-    for name in _NAMES:
-        cols[name].append(row[name])
+    return row
 
 
 def _classic_member(member) -> dict[str, Any]:

@@ -139,13 +139,14 @@ RECORD_SPECS: dict[RecordType, RecordSpec] = {
 }
 
 _OFFSET_TYPES = (0, 1)
+# Indexed by type id: a list lookup instead of constructing the IntEnum on every record.
+_SPECS_BY_ID: list[RecordSpec] = [RECORD_SPECS[RecordType(i)] for i in range(len(RecordType))]
 
 
 def spec_for(record_type: int) -> RecordSpec | None:
-    try:
-        return RECORD_SPECS[RecordType(record_type)]
-    except ValueError:
-        return None
+    if 0 <= record_type < len(_SPECS_BY_ID):
+        return _SPECS_BY_ID[record_type]
+    return None
 
 
 def _decode_key(spec: RecordSpec, key: bytes) -> Message:

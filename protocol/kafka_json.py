@@ -10,6 +10,7 @@ trailing bytes ignored) and leaves the base64 bytes otherwise; this module appli
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from . import _wire as w
@@ -18,7 +19,7 @@ from ._schema import decoder, to_kafka_json
 from .errors import CodecError
 from .records import CoordinatorRecord, GroupMetadataValue, RecordType
 
-__all__ = ["kafka_key_json", "kafka_payload_json", "DELETE"]
+__all__ = ["kafka_key_json", "kafka_payload_json", "kafka_offset_commit_payload_text", "DELETE"]
 
 DELETE = "<DELETE>"
 
@@ -60,3 +61,26 @@ def _replace_consumer_blobs(value: GroupMetadataValue, data: dict[str, Any]) -> 
         asg = _java_lenient(ConsumerProtocolAssignment, member.assignment)
         if asg is not None:
             node["assignment"] = asg
+
+
+def _json_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def kafka_offset_commit_payload_text(
+    version: int, offset: int, leader_epoch: int, metadata: str, commit_timestamp: int, expire_timestamp: int
+) -> str:
+    """The payload JSON text of an offset commit v0-v3, written directly (the dump of a busy partition is millions
+    of these; building and serializing a dict each time is several times slower). Same output as
+    ``json.dumps(kafka_payload_json(record), separators=(",", ":"), ensure_ascii=False)``."""
+    meta = _json_string(metadata) if metadata else '""'
+    if version == 3:
+        body = f'"offset":{offset},"leaderEpoch":{leader_epoch},"metadata":{meta},"commitTimestamp":{commit_timestamp}'
+    elif version == 1:
+        body = (f'"offset":{offset},"metadata":{meta},"commitTimestamp":{commit_timestamp},'
+                f'"expireTimestamp":{expire_timestamp}')
+    elif version in (0, 2):
+        body = f'"offset":{offset},"metadata":{meta},"commitTimestamp":{commit_timestamp}'
+    else:
+        raise ValueError(f"offset commit version {version} has no fixed layout here")
+    return f'{{"version":"{version}","data":{{{body}}}}}'
