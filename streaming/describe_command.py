@@ -1,0 +1,72 @@
+"""``groupscope describe``: what ``kafka-consumer-groups.sh --describe --members --verbose --offsets`` would show,
+rebuilt offline from a broker's ``__consumer_offsets`` segment files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .model.describe import describe, render_text
+from .segment_replay import replay_segments
+from .segments import SegmentPathError
+
+
+class InputError(ValueError):
+    """A user-supplied file that cannot be used; the message is the one line to print."""
+
+
+def _load_json_object(path: str, what: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{what} {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{what} {path}: expected a JSON object")
+    return data
+
+
+def parse_until(path: str) -> dict[int, int]:
+    """``{"12": 345, ...}``: ``__consumer_offsets`` partition → exclusive end offset."""
+    out = {}
+    for key, value in _load_json_object(path, "--until").items():
+        try:
+            out[int(key)] = int(value)
+        except (TypeError, ValueError):
+            raise InputError(f"--until {path}: {key!r}: {value!r} is not partition: offset") from None
+    return out
+
+
+def parse_end_offsets(path: str) -> dict[tuple[str, int], int]:
+    """``{"topic:partition": log_end_offset, ...}``."""
+    out = {}
+    for key, value in _load_json_object(path, "--end-offsets").items():
+        topic, sep, partition = str(key).rpartition(":")
+        try:
+            if not sep or not topic:
+                raise ValueError
+            out[(topic, int(partition))] = int(value)
+        except (TypeError, ValueError):
+            raise InputError(f"--end-offsets {path}: {key!r}: expected \"topic:partition\": offset") from None
+    return out
+
+
+def run_describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool) -> int:
+    try:
+        until_map = parse_until(until) if until else None
+        ends = parse_end_offsets(end_offsets) if end_offsets else None
+        model, report = replay_segments(
+            segments, until=until_map, on_problem=lambda text: print(f"groupscope describe: {text}", file=sys.stderr)
+        )
+    except (InputError, SegmentPathError) as exc:
+        print(f"groupscope describe: {exc}", file=sys.stderr)
+        return 2
+    now = report.last_timestamp if report.last_timestamp >= 0 else None
+    described = describe(model, ends, now)
+    if as_json:
+        print(json.dumps(described, ensure_ascii=False, indent=None, separators=(",", ":")))
+    else:
+        print(render_text(described))
+    return 1 if report.problems else 0

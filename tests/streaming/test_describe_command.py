@@ -1,0 +1,76 @@
+"""``groupscope describe`` on segment files rebuilt from the Kafka 4.0 captures gives the same groups as the model's
+validated replay (tests/model/test_conformance.py checks that replay against Kafka's Admin API)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streaming.model.describe import describe
+from tests.model.replay import replay, truth
+from tests.protocol.conformance import rebuild_segments, scenarios
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "streaming.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture(scope="module")
+def segment_dirs(shared, tmp_path_factory):
+    out = {}
+    for scenario in scenarios(shared):
+        directory = tmp_path_factory.mktemp(scenario.name)
+        rebuild_segments(shared, scenario.name, directory)
+        out[scenario.name] = directory
+    return out
+
+
+@pytest.mark.parametrize("scenario", ["a_classic", "c_consumer_protocol", "d_transactions"])
+def test_json_matches_replay_at_every_snapshot(segment_dirs, tmp_path, scenario):
+    for snap in truth(scenario)["snapshots"]:
+        hws = {int(p): hw for p, hw in snap["consumer_offsets_high_watermarks"].items()}
+        ends = {k: v["latest"] for k, v in snap["topic_offsets"].items()}
+        (tmp_path / "until.json").write_text(json.dumps(hws))
+        (tmp_path / "ends.json").write_text(json.dumps(ends))
+        result = run_cli("describe", "--segments", str(segment_dirs[scenario]), "--until", str(tmp_path / "until.json"),
+                         "--end-offsets", str(tmp_path / "ends.json"), "--json")
+        assert result.returncode == 0, result.stderr
+        got = json.loads(result.stdout)
+        end_map = {(k.rsplit(":", 1)[0], int(k.rsplit(":", 1)[1])): v for k, v in ends.items()}
+        expected = describe(replay(scenario, hws, "raw"), end_map)
+        assert set(got["groups"]) == set(snap["describe_consumer_groups"])
+        for gid, want in expected["groups"].items():
+            have = got["groups"][gid]
+            for field in ("group_id", "type", "state", "partition_assignor", "members", "offsets", "lag"):
+                assert have[field] == json.loads(json.dumps(want[field])), (snap["label"], gid, field)
+
+
+def test_text_output_lists_groups_members_and_lag(segment_dirs, tmp_path):
+    (tmp_path / "ends.json").write_text(json.dumps({"sa-orders:0": 10**6}))
+    result = run_cli("describe", "--segments", str(segment_dirs["a_classic"]), "--end-offsets",
+                     str(tmp_path / "ends.json"))
+    assert result.returncode == 0, result.stderr
+    assert "GROUP sa-range" in result.stdout and "CURRENT-OFFSET" in result.stdout and "LOG-END-OFFSET" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [("{not json", "not JSON"), ("[1, 2]", "expected a JSON object"), ('{"x": "y"}', "is not partition: offset")],
+)
+def test_bad_until_file_is_one_line(segment_dirs, tmp_path, content, message):
+    (tmp_path / "until.json").write_text(content)
+    result = run_cli("describe", "--segments", str(segment_dirs["a_classic"]), "--until", str(tmp_path / "until.json"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_segments_dir_is_one_line(tmp_path):
+    result = run_cli("describe", "--segments", str(tmp_path / "nope"))
+    assert result.returncode == 2 and result.stderr.strip().endswith("no such file or directory")
