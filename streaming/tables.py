@@ -1,0 +1,296 @@
+"""The output tables of groupscope, declared once as Arrow schemas, and the conversions from model objects to rows.
+
+Delta tables, the Spark stateful step's output and the Prometheus sink all use these; nothing else declares a
+column. Rows are plain dicts only here, at the edge (STYLE §4). Times are epoch milliseconds in ``*_ms`` columns
+and Arrow timestamps (UTC) in ``*_time`` columns; ``*_date`` columns exist to partition the Delta tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from .model import events as ev
+
+__all__ = [
+    "COMMITS",
+    "GROUP_EVENTS",
+    "LAG",
+    "GROUPS",
+    "QUARANTINE",
+    "TABLES",
+    "PARTITION_COLUMNS",
+    "group_row",
+    "partition_rows",
+    "event_row",
+    "to_table",
+]
+
+TS = pa.timestamp("ms", tz="UTC")
+
+COMMITS = pa.schema(
+    [
+        ("shard", pa.int32()),  # the __consumer_offsets partition
+        ("offset", pa.int64()),  # the record's offset in it
+        ("record_time", TS),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),  # null for a tombstone (offset deleted or expired)
+        ("leader_epoch", pa.int32()),
+        ("metadata", pa.string()),
+        ("commit_time", TS),
+        ("expire_time", TS),
+        ("is_tombstone", pa.bool_()),
+        ("value_version", pa.int16()),
+        ("record_date", pa.date32()),
+    ]
+)
+
+GROUP_EVENTS = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("offset", pa.int64()),
+        ("event_time", TS),
+        ("group_id", pa.string()),
+        ("kind", pa.string()),  # Rebalance, MemberJoined, GroupStateChanged, RebalanceStorm, StatusChanged, ...
+        ("group_type", pa.string()),
+        ("generation", pa.int32()),
+        ("causes", pa.list_(pa.string())),
+        ("members_before", pa.int32()),
+        ("members_after", pa.int32()),
+        ("partitions_moved", pa.int32()),
+        ("partitions_stayed", pa.int32()),
+        ("seconds_since_previous", pa.float64()),
+        ("member_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("old", pa.string()),
+        ("new", pa.string()),
+        ("detail", pa.string()),  # every field of the event as JSON
+        ("event_date", pa.date32()),
+    ]
+)
+
+LAG = pa.schema(
+    [
+        ("snapshot_time", TS),
+        ("shard", pa.int32()),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),
+        ("log_end_offset", pa.int64()),
+        ("lag", pa.int64()),
+        ("lag_seconds", pa.float64()),
+        ("lag_seconds_lower_bound", pa.bool_()),
+        ("data_loss_risk", pa.bool_()),
+        ("status", pa.string()),
+        ("owner", pa.string()),
+        ("commit_time", TS),
+        ("snapshot_date", pa.date32()),
+    ]
+)
+
+_MEMBER = pa.struct(
+    [
+        ("member_id", pa.string()),
+        ("client_id", pa.string()),
+        ("host", pa.string()),
+        ("instance_id", pa.string()),
+        ("partitions", pa.int32()),
+        ("member_epoch", pa.int32()),
+        ("state", pa.string()),
+    ]
+)
+_TOPIC = pa.struct(
+    [("topic", pa.string()), ("sum_lag", pa.int64()), ("max_lag", pa.int64()), ("max_lag_seconds", pa.float64())]
+)
+
+GROUPS = pa.schema(
+    [
+        ("group_id", pa.string()),  # merge key: one row per group, the latest
+        ("shard", pa.int32()),
+        ("group_type", pa.string()),
+        ("state", pa.string()),
+        ("protocol_type", pa.string()),
+        ("assignor", pa.string()),
+        ("generation", pa.int32()),  # classic generation or group epoch
+        ("assignment_epoch", pa.int32()),
+        ("leader", pa.string()),
+        ("member_count", pa.int32()),
+        ("members", pa.list_(_MEMBER)),
+        ("partition_count", pa.int32()),
+        ("topics", pa.list_(_TOPIC)),
+        ("sum_lag", pa.int64()),
+        ("max_lag", pa.int64()),
+        ("max_lag_seconds", pa.float64()),
+        ("status", pa.string()),
+        ("data_loss_partitions", pa.int32()),
+        ("rebalances", pa.int64()),
+        ("last_rebalance_time", TS),
+        ("last_commit_time", TS),
+        ("state_time", TS),
+        ("is_simple", pa.bool_()),
+        ("deleted", pa.bool_()),
+        ("updated_time", TS),
+    ]
+)
+
+QUARANTINE = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("record_time", TS),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("reason", pa.string()),
+        ("record_type", pa.int16()),
+        ("value_version", pa.int16()),
+        ("quarantined_time", TS),
+        ("quarantined_date", pa.date32()),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "commits": COMMITS,
+    "group_events": GROUP_EVENTS,
+    "lag": LAG,
+    "groups": GROUPS,
+    "quarantine": QUARANTINE,
+}
+
+# How each Delta table is partitioned: by day for the append-only ones (time-range queries prune files); the
+# merged ``groups`` table is small (one row per group) and stays unpartitioned.
+PARTITION_COLUMNS: dict[str, list[str]] = {
+    "commits": ["record_date"],
+    "group_events": ["event_date"],
+    "lag": ["snapshot_date"],
+    "groups": [],
+    "quarantine": ["quarantined_date"],
+}
+
+
+def _date(ms: int | None):
+    import datetime as dt
+
+    if ms is None or ms < 0:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).date()
+
+
+def _ms(value: int | None) -> int | None:
+    return None if value is None or value < 0 else value
+
+
+def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: bool = False) -> dict[str, Any]:
+    last_commit = max((p.commit_timestamp for p in snapshot.partitions), default=None)
+    return {
+        "group_id": snapshot.group_id,
+        "shard": shard,
+        "group_type": snapshot.group_type.name,
+        "state": snapshot.state,
+        "protocol_type": snapshot.protocol_type,
+        "assignor": snapshot.assignor or None,
+        "generation": snapshot.generation,
+        "assignment_epoch": snapshot.assignment_epoch,
+        "leader": snapshot.leader,
+        "member_count": len(snapshot.members),
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "instance_id": m.instance_id,
+                "partitions": len(m.assignment),
+                "member_epoch": m.member_epoch,
+                "state": m.state,
+            }
+            for m in snapshot.members
+        ],
+        "partition_count": len(snapshot.partitions),
+        "topics": [
+            {"topic": t.topic, "sum_lag": t.sum_lag, "max_lag": t.max_lag, "max_lag_seconds": t.max_lag_seconds}
+            for t in snapshot.topics
+        ],
+        "sum_lag": snapshot.sum_lag,
+        "max_lag": snapshot.max_lag,
+        "max_lag_seconds": snapshot.max_lag_seconds,
+        "status": snapshot.status.name,
+        "data_loss_partitions": sum(1 for p in snapshot.partitions if p.data_loss_risk),
+        "rebalances": snapshot.rebalances,
+        "last_rebalance_time": _ms(snapshot.last_rebalance_timestamp),
+        "last_commit_time": _ms(last_commit),
+        "state_time": _ms(snapshot.current_state_timestamp),
+        "is_simple": snapshot.is_simple,
+        "deleted": deleted,
+        "updated_time": now_ms,
+    }
+
+
+def partition_rows(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int) -> list[dict[str, Any]]:
+    day = _date(now_ms)
+    return [
+        {
+            "snapshot_time": now_ms,
+            "shard": shard,
+            "group_id": snapshot.group_id,
+            "topic": p.topic,
+            "partition": p.partition,
+            "committed_offset": p.committed,
+            "log_end_offset": p.log_end,
+            "lag": p.lag,
+            "lag_seconds": p.lag_seconds,
+            "lag_seconds_lower_bound": p.lag_seconds_lower_bound,
+            "data_loss_risk": p.data_loss_risk,
+            "status": p.status.name,
+            "owner": p.owner,
+            "commit_time": _ms(p.commit_timestamp),
+            "snapshot_date": day,
+        }
+        for p in snapshot.partitions
+    ]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.name if isinstance(value, enum.IntEnum) else value.value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def event_row(event: ev.Event, *, shard: int) -> dict[str, Any]:
+    fields = {f.name: _plain(getattr(event, f.name)) for f in dataclasses.fields(event)}
+    group_type = fields.get("group_type")
+    return {
+        "shard": shard,
+        "offset": event.offset,
+        "event_time": _ms(event.timestamp),
+        "group_id": event.group_id,
+        "kind": event.kind,
+        "group_type": group_type if isinstance(group_type, str) else None,
+        "generation": fields.get("generation"),
+        "causes": fields.get("causes"),
+        "members_before": fields.get("members_before"),
+        "members_after": fields.get("members_after"),
+        "partitions_moved": fields.get("partitions_moved"),
+        "partitions_stayed": fields.get("partitions_stayed"),
+        "seconds_since_previous": fields.get("seconds_since_previous"),
+        "member_id": fields.get("member_id"),
+        "topic": fields.get("topic"),
+        "partition": fields.get("partition"),
+        "old": None if fields.get("old") is None else str(fields["old"]),
+        "new": None if fields.get("new") is None else str(fields["new"]),
+        "detail": json.dumps(fields, sort_keys=True, default=str),
+        "event_date": _date(event.timestamp),
+    }
+
+
+def to_table(name: str, rows: Iterable[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(list(rows), schema=TABLES[name])
