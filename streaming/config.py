@@ -1,0 +1,233 @@
+"""groupscope's configuration: one YAML file, ``GROUPSCOPE_*`` environment variables and command-line flags.
+
+Precedence, highest first: flags, environment, file, defaults. Environment variables name nested settings with a
+double underscore (``GROUPSCOPE_METRICS__PORT=9400``); a few common ones have short aliases
+(``GROUPSCOPE_KAFKA_BOOTSTRAP``, ``GROUPSCOPE_METRICS_PORT``, ``GROUPSCOPE_DELTA_PATH``). The ``kafka`` section is
+passed to librdkafka verbatim (security, SASL, SSL...), and is redacted wherever the configuration is shown.
+
+Validation reports every bad setting as one line (:func:`format_errors`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = ["Settings", "ConfigError", "load_settings", "redacted", "format_errors"]
+
+_SECRET = re.compile(r"(password|secret|token|credential|private|sasl\.jaas|\.key$|key\.pem|keystore)", re.I)
+
+
+class ConfigError(ValueError):
+    """Bad configuration: ``lines`` holds one message per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("; ".join(lines))
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HeartbeatSettings(_Section):
+    topic: str = "groupscope-heartbeat"
+    interval_seconds: float = Field(5.0, gt=0, le=3600)
+    include_topics: str = ".*"  # regex of the topics whose end offsets are listed
+    exclude_topics: str = "^__(?!consumer_offsets$)|^_confluent|^groupscope-heartbeat$"
+    retention_ms: int = Field(24 * 3600 * 1000, gt=0)
+    chunk_partitions: int = Field(5000, gt=0)
+    enabled: bool = True
+
+    @field_validator("include_topics", "exclude_topics")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+
+class SourceSettings(_Section):
+    offsets_topic: str = "__consumer_offsets"
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_offsets_per_trigger: int | None = Field(2_000_000, gt=0)
+    read_tasks: int = Field(2, gt=0, le=1024)
+    read_timeout_seconds: float = Field(300.0, gt=0)
+    builtin_kafka_source: bool = False  # use Spark's own "kafka" source (needs its jar on the classpath)
+
+
+class SparkSettings(_Section):
+    master: str = "local[2]"
+    app_name: str = "groupscope"
+    trigger_seconds: float = Field(1.0, ge=0)
+    checkpoint: str = "groupscope-data/checkpoint"
+    shuffle_partitions: int = Field(4, gt=0, le=10000)
+    driver_memory: str = "2g"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class DeltaSettings(_Section):
+    path: str = "groupscope-data/delta"
+    writer: Literal["deltalake", "delta-spark"] = "deltalake"
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+
+
+class MetricsSettings(_Section):
+    host: str = "0.0.0.0"
+    port: int = Field(9308, ge=0, le=65535)
+    partition_metrics: bool = False
+    enabled: bool = True
+
+
+class ModelSettings(_Section):
+    snapshot_interval_seconds: float = Field(10.0, gt=0)
+    lag_interval_seconds: float = Field(60.0, gt=0)
+    allowed_lag: int = Field(0, ge=0)
+    stop_after_seconds: float = Field(300.0, gt=0)
+    commit_window: int = Field(8, ge=1, le=100)
+    storm_rebalances: int = Field(5, ge=2)
+    storm_window_seconds: float = Field(600.0, gt=0)
+    end_offset_history: int = Field(64, ge=2, le=10000)
+
+
+class Settings(BaseSettings):
+    """Everything ``groupscope run`` needs."""
+
+    model_config = SettingsConfigDict(env_prefix="GROUPSCOPE_", env_nested_delimiter="__", extra="forbid")
+
+    cluster: str = "default"
+    kafka: dict[str, str] = Field(default_factory=lambda: {"bootstrap.servers": "localhost:9092"})
+    source: SourceSettings = Field(default_factory=SourceSettings)
+    heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    delta: DeltaSettings = Field(default_factory=DeltaSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+
+    @field_validator("kafka", mode="before")
+    @classmethod
+    def _kafka_strings(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+        return value
+
+    @field_validator("kafka")
+    @classmethod
+    def _bootstrap(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value.get("bootstrap.servers"):
+            raise ValueError("bootstrap.servers is required")
+        return value
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings, _AliasEnv(settings_cls), env_settings, _FileSource(settings_cls))
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """The YAML file named by the private ``_config_file`` context (lowest precedence above defaults)."""
+
+    path: Path | None = None
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - not used, __call__ returns everything
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_FILE_VALUES)
+
+
+class _AliasEnv(PydanticBaseSettingsSource):
+    """Short environment names for the settings people set most."""
+
+    ALIASES = {
+        "GROUPSCOPE_KAFKA_BOOTSTRAP": ("kafka", "bootstrap.servers"),
+        "GROUPSCOPE_METRICS_PORT": ("metrics", "port"),
+        "GROUPSCOPE_DELTA_PATH": ("delta", "path"),
+        "GROUPSCOPE_CHECKPOINT": ("spark", "checkpoint"),
+        "GROUPSCOPE_CLUSTER": ("cluster", None),
+    }
+
+    def get_field_value(self, field, field_name):  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for env, (section, key) in self.ALIASES.items():
+            value = os.environ.get(env)
+            if value is None:
+                continue
+            if key is None:
+                out[section] = value
+            else:
+                base = dict(_FILE_VALUES.get(section, {})) if section == "kafka" else {}
+                out.setdefault(section, base)[key] = value
+        return out
+
+
+_FILE_VALUES: dict[str, Any] = {}
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown setting"
+        lines.append(f"{origin}: {where}: {msg}")
+    return lines
+
+
+def load_settings(path: str | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Reads the file (if any), the environment and ``overrides`` (from flags). Raises :class:`ConfigError`."""
+    global _FILE_VALUES
+    file_values: dict[str, Any] = {}
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError([f"config file {path}: {exc.strerror or exc}"]) from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            raise ConfigError([f"config file {path}: not valid YAML{where}"]) from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError([f"config file {path}: expected a mapping of settings at the top level"])
+        file_values = loaded
+    _FILE_VALUES = file_values
+    try:
+        settings = Settings(**(overrides or {}))
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, path or "config")) from None
+    finally:
+        _FILE_VALUES = {}
+    return settings
+
+
+def redacted(settings: Settings) -> dict[str, Any]:
+    """The settings as a dict with secrets masked, for logs and ``groupscope config``."""
+    data = settings.model_dump()
+    data["kafka"] = {k: ("***" if _SECRET.search(k) else v) for k, v in data["kafka"].items()}
+    data["delta"]["storage_options"] = {k: ("***" if _SECRET.search(k) else v)
+                                        for k, v in data["delta"]["storage_options"].items()}
+    return data

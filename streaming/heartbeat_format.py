@@ -1,0 +1,72 @@
+"""The heartbeat message: end offsets observed by the emitter, stamped with its clock.
+
+One heartbeat tick is one or more messages (large clusters are split into chunks) on the heartbeat topic. The value
+is compact JSON so a person can read it with any console consumer::
+
+    {"v": 1, "ts": 1767225600000, "emitter": "host:1234", "seq": 42, "chunk": 0, "chunks": 1,
+     "ends": [["orders", 0, 1500, 1500, 0], ...]}      # topic, partition, high watermark, LSO, low watermark
+
+This module only encodes and decodes; the emitter lives in ``streaming.kafka.heartbeat``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+__all__ = ["Heartbeat", "EndOffsets", "encode_heartbeats", "decode_heartbeat", "HeartbeatError"]
+
+VERSION = 1
+EndOffsets = tuple[str, int, int, int, int]  # topic, partition, high watermark, last stable offset, low watermark
+
+
+class HeartbeatError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    timestamp_ms: int
+    emitter: str
+    seq: int
+    chunk: int
+    chunks: int
+    ends: tuple[EndOffsets, ...]
+
+
+def encode_heartbeats(timestamp_ms: int, emitter: str, seq: int, ends: Sequence[EndOffsets],
+                      chunk_size: int = 5000) -> list[bytes]:
+    """Splits one tick's end offsets into messages of at most ``chunk_size`` partitions."""
+    chunks = [ends[i : i + chunk_size] for i in range(0, len(ends), chunk_size)] or [[]]
+    return [
+        json.dumps(
+            {"v": VERSION, "ts": timestamp_ms, "emitter": emitter, "seq": seq, "chunk": i, "chunks": len(chunks),
+             "ends": [list(e) for e in chunk]},
+            separators=(",", ":"),
+        ).encode()
+        for i, chunk in enumerate(chunks)
+    ]
+
+
+def decode_heartbeat(value: bytes | None) -> Heartbeat:
+    """Raises :class:`HeartbeatError` for anything that is not a heartbeat of a known version."""
+    if value is None:
+        raise HeartbeatError("heartbeat without a value")
+    try:
+        obj = json.loads(value)
+        if obj.get("v") != VERSION:
+            raise HeartbeatError(f"unknown heartbeat version {obj.get('v')!r}")
+        ends = tuple((str(t), int(p), int(h), int(s), int(lw)) for t, p, h, s, lw in obj["ends"])
+        return Heartbeat(int(obj["ts"]), str(obj.get("emitter", "")), int(obj.get("seq", 0)),
+                         int(obj.get("chunk", 0)), int(obj.get("chunks", 1)), ends)
+    except HeartbeatError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise HeartbeatError(f"not a heartbeat: {exc}") from None
+
+
+def iter_ends(heartbeats: Iterable[Heartbeat]) -> Iterable[tuple[int, EndOffsets]]:
+    for hb in heartbeats:
+        for e in hb.ends:
+            yield hb.timestamp_ms, e

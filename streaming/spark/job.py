@@ -1,0 +1,99 @@
+"""The streaming query: Kafka source → fan-out by coordinator shard → stateful step → foreachBatch sinks.
+
+Spark glue only; the domain work is in ``streaming.step`` (per shard) and ``streaming.batch_sink`` (driver).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from ..batch_sink import BatchSink
+from ..config import Settings
+from ..model.rebalance import RebalanceConfig
+from ..model.rules import Thresholds
+from ..model.shard import ModelConfig
+from ..step import StepConfig
+from .source import KafkaRangeSource
+from .stateful import OUTPUT_DDL, STATE_DDL, make_state_function
+
+__all__ = ["JobPlan", "step_config", "start_query"]
+
+log = logging.getLogger("groupscope.job")
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    offsets_partitions: int  # shards: partitions of __consumer_offsets
+    heartbeat_topic: str
+    offsets_topic: str
+
+
+def step_config(settings: Settings) -> StepConfig:
+    m = settings.model
+    thresholds = Thresholds(allowed_lag=m.allowed_lag, window=m.commit_window, min_window=min(3, m.commit_window),
+                            stop_after_ms=int(m.stop_after_seconds * 1000))
+    rebalance = RebalanceConfig(storm_rebalances=m.storm_rebalances,
+                                storm_window_ms=int(m.storm_window_seconds * 1000))
+    return StepConfig(
+        heartbeat_topic=settings.heartbeat.topic,
+        offsets_topic=settings.source.offsets_topic,
+        snapshot_interval_ms=int(m.snapshot_interval_seconds * 1000),
+        lag_interval_ms=int(m.lag_interval_seconds * 1000),
+        partition_rows_every_snapshot=settings.metrics.partition_metrics,
+        model=ModelConfig(thresholds=thresholds, rebalance=rebalance, end_offset_history=m.end_offset_history),
+    )
+
+
+def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
+                on_error: Callable[[BaseException], None] | None = None):
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    spark.dataSource.register(KafkaRangeSource)
+    src = settings.source
+    if src.builtin_kafka_source:
+        reader = (spark.readStream.format("kafka")
+                  .option("subscribe", f"{plan.offsets_topic},{plan.heartbeat_topic}")
+                  .option("startingOffsets", src.starting_offsets)
+                  .option("kafka.isolation.level", "read_committed")
+                  .option("failOnDataLoss", "false"))
+        if src.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
+    else:
+        reader = (spark.readStream.format("groupscope_kafka")
+                  .option("topics", f"{plan.offsets_topic},{plan.heartbeat_topic}")
+                  .option("startingOffsets", src.starting_offsets)
+                  .option("readTasks", str(src.read_tasks))
+                  .option("unlimitedTopics", plan.heartbeat_topic)
+                  .option("timeoutSeconds", str(src.read_timeout_seconds)))
+        if src.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
+    for key, value in settings.kafka.items():
+        reader = reader.option(f"kafka.{key}", value)
+    raw = reader.load().select("key", "value", "topic", "partition", "offset", "timestamp")
+
+    # Heartbeats reach every shard; a record belongs to the shard of its own __consumer_offsets partition.
+    shards = F.when(F.col("topic") == F.lit(plan.heartbeat_topic),
+                    F.sequence(F.lit(0), F.lit(plan.offsets_partitions - 1))).otherwise(F.array(F.col("partition")))
+    keyed = raw.withColumn("shard", F.explode(shards))
+    timeout_ms = int(max(settings.model.snapshot_interval_seconds, settings.heartbeat.interval_seconds) * 2000)
+    out = keyed.groupBy("shard").applyInPandasWithState(
+        make_state_function(step_config(settings), timeout_ms),
+        outputStructType=OUTPUT_DDL,
+        stateStructType=STATE_DDL,
+        outputMode="append",
+        timeoutConf=GroupStateTimeout.ProcessingTimeTimeout,
+    )
+
+    def foreach_batch(df, batch_id: int) -> None:
+        rows = [(r["shard"], r["kind"], bytes(r["payload"])) for r in df.collect()]
+        sink.handle(batch_id, rows)
+
+    writer = (out.writeStream.foreachBatch(foreach_batch)
+              .option("checkpointLocation", settings.spark.checkpoint)
+              .queryName("groupscope"))
+    trigger = settings.spark.trigger_seconds
+    writer = writer.trigger(processingTime=f"{trigger} seconds") if trigger > 0 else writer
+    return writer.start()

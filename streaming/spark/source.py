@@ -1,0 +1,125 @@
+"""A Spark Python Data Source that tails Kafka topics by explicit offset ranges: ``format("groupscope_kafka")``.
+
+The offsets live in Spark's checkpoint (as with Spark's own Kafka source, whose output columns this mirrors, so the
+built-in ``kafka`` source can replace it where its jar is on the classpath). The driver side asks Kafka for end
+offsets (the last stable offset for read_committed topics) and plans ranges; executors read them with
+:func:`streaming.kafka.reader.read_ranges` and hand Spark Arrow batches.
+
+Options (Spark lower-cases option keys): ``topics`` (comma list), ``startingoffsets`` (``earliest`` | ``latest``),
+``maxoffsetspertrigger``, ``readtasks``, ``unlimitedtopics`` (comma list read in full every batch),
+``isolation`` (``read_committed``), ``timeoutseconds``, and ``kafka.<librdkafka setting>`` passed through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from ..kafka.planning import from_json_offsets, limit_offsets, plan_ranges, split_tasks, to_json_offsets
+
+__all__ = ["KafkaRangeSource", "SOURCE_DDL"]
+
+SOURCE_DDL = "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
+
+
+@dataclass(frozen=True)
+class _ReadTask(InputPartition):
+    ranges: tuple  # of OffsetRange
+
+
+class KafkaRangeSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "groupscope_kafka"
+
+    def schema(self) -> str:
+        return SOURCE_DDL
+
+    def streamReader(self, schema):  # noqa: N802 (Spark's name)
+        return _Reader(self.options)
+
+
+class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options) -> None:
+        opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
+        self.kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+        if "bootstrap.servers" not in self.kafka:
+            raise ValueError("groupscope_kafka source needs the option kafka.bootstrap.servers")
+        self.topics = [t.strip() for t in opts.get("topics", "").split(",") if t.strip()]
+        if not self.topics:
+            raise ValueError("groupscope_kafka source needs the option topics")
+        self.starting = opts.get("startingoffsets", "earliest")
+        if self.starting not in ("earliest", "latest"):
+            raise ValueError(f"startingOffsets must be earliest or latest, got {self.starting!r}")
+        self.max_rows = int(opts["maxoffsetspertrigger"]) if opts.get("maxoffsetspertrigger") else None
+        self.read_tasks = int(opts.get("readtasks", "2"))
+        self.unlimited = frozenset(t.strip() for t in opts.get("unlimitedtopics", "").split(",") if t.strip())
+        self.isolation = opts.get("isolation", "read_committed")
+        self.timeout_s = float(opts.get("timeoutseconds", "300"))
+        self._access = None
+        self._target = None  # Trigger.AvailableNow: end offsets frozen at query start
+
+    # ---- driver side ----------------------------------------------------------------------------------------
+
+    def _kafka_access(self):
+        if self._access is None:
+            from ..kafka.client import KafkaAccess
+
+            self._access = KafkaAccess(self.kafka)
+        return self._access
+
+    def _ends(self, *, earliest: bool = False) -> dict[tuple[str, int], int]:
+        access = self._kafka_access()
+        parts = [(t, p) for t in self.topics for p in access.partitions(t)]
+        ends = access.end_offsets(parts, low=earliest)
+        if earliest:
+            return {tp: max(0, e.low_watermark) for tp, e in ends.items()}
+        read_committed = self.isolation == "read_committed"
+        return {tp: (e.last_stable if read_committed else e.high_watermark) for tp, e in ends.items()}
+
+    def initialOffset(self) -> dict:  # noqa: N802
+        from ..kafka.client import KafkaUnavailable
+
+        try:
+            return to_json_offsets(self._ends(earliest=self.starting == "earliest"))
+        except KafkaUnavailable:
+            return {}
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        self._target = self._ends()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+        from ..kafka.client import KafkaUnavailable
+
+        start_offsets = from_json_offsets(start or {})
+        try:
+            ends = self._target if self._target is not None else self._ends()
+        except KafkaUnavailable:
+            return start  # no news while the cluster is unreachable; the next trigger asks again
+        # Partitions a restart has not seen yet (new partitions) start from 0, like Spark's Kafka source.
+        for tp in ends:
+            start_offsets.setdefault(tp, 0)
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = limit_offsets(start_offsets, ends, max_rows, unlimited_topics=self.unlimited)
+        return to_json_offsets(end)
+
+    def partitions(self, start: dict, end: dict):
+        ranges = plan_ranges(from_json_offsets(start or {}), from_json_offsets(end))
+        return [_ReadTask(tuple(group)) for group in split_tasks(ranges, self.read_tasks)]
+
+    def commit(self, end: dict) -> None:
+        pass  # offsets are in Spark's checkpoint; nothing is committed to Kafka
+
+    # ---- executor side --------------------------------------------------------------------------------------
+
+    def read(self, partition: _ReadTask) -> Iterator:
+        from ..kafka.reader import read_ranges
+
+        yield from read_ranges(self.kafka, list(partition.ranges), timeout_s=self.timeout_s,
+                               isolation=self.isolation)

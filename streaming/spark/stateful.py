@@ -1,0 +1,53 @@
+"""The one ``applyInPandasWithState`` of the query: per coordinator shard, run :class:`streaming.step.ShardStep`.
+
+Thin on purpose: it turns Spark's pandas chunks into one Arrow table, restores the shard's state, runs the step and
+returns the step's output tables as Arrow IPC payloads. Python workers are reused across batches, so the last
+restored step is kept per shard and reused when Spark hands back exactly the state bytes it last produced (no
+unpickling of a shard that did not move).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..step import SOURCE_SCHEMA, ShardStep, StepConfig
+
+__all__ = ["OUTPUT_DDL", "STATE_DDL", "make_state_function"]
+
+OUTPUT_DDL = "shard int, kind string, payload binary"
+STATE_DDL = "state binary"
+
+_CACHE: dict[int, tuple[bytes, ShardStep]] = {}
+
+
+def make_state_function(config: StepConfig, timeout_ms: int):
+    def run_shard(key, chunks: Iterator, state) -> Iterator:
+        import pandas as pd
+        import pyarrow as pa
+
+        from ..batch_sink import encode_health, encode_table
+
+        shard = int(key[0])
+        stored = bytes(state.get[0]) if state.exists else None
+        cached = _CACHE.get(shard)
+        if stored is not None and cached is not None and cached[0] == stored:
+            step = cached[1]
+        else:
+            step = ShardStep(shard, config, stored)
+        frames = [f for f in chunks if len(f)]
+        if frames:
+            frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            frame = frame[[name for name in SOURCE_SCHEMA.names]]
+            table = pa.Table.from_pandas(frame, schema=SOURCE_SCHEMA, preserve_index=False)
+        else:
+            table = SOURCE_SCHEMA.empty_table()
+        tables, health = step.process(table)
+        new_state = step.state()
+        _CACHE[shard] = (new_state, step)
+        state.update((new_state,))
+        state.setTimeoutDuration(timeout_ms)
+        rows = [(shard, name, encode_table(t)) for name, t in tables.items()]
+        rows.append((shard, "health", encode_health(health)))
+        yield pd.DataFrame(rows, columns=["shard", "kind", "payload"])
+
+    return run_shard

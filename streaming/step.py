@@ -1,0 +1,304 @@
+"""One micro-batch of one coordinator shard: raw ``__consumer_offsets`` and heartbeat rows in, output tables out.
+
+This is everything the Spark stateful step does, as plain Python over Arrow (no Spark), so it is tested on its own
+and the Spark glue stays a few lines. For one shard (one ``__consumer_offsets`` partition) and one batch it:
+
+1. decodes the shard's records with the vectorized codec; undecodable ones go to ``quarantine`` with the reason;
+2. emits every offset commit to ``commits`` (vectorized, straight from the decoded columns);
+3. replays the records into the group model in offset order. Offset commits are first reduced to the last record
+   per (group, topic, partition) of the batch: for read_committed input the newest record wins anyway, and a
+   catch-up batch of millions of commits then costs one model update per partition;
+4. applies the heartbeats (end offsets at the emitter's clock);
+5. emits events, a ``groups`` row for every group the batch touched, and on a timer every group of the shard (and
+   its partitions to ``lag``), so lag that moves with the end offsets reaches the sinks without a commit.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from protocol.arrow import decode_arrow
+from protocol.codec import decode_record
+from protocol.errors import CodecError
+
+from .heartbeat_format import HeartbeatError, decode_heartbeat
+from .model import events as ev
+from .model.lag import EndOffsetSample
+from .model.shard import GroupCoordinatorShard, ModelConfig
+from .tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, event_row, group_row, partition_rows
+
+__all__ = ["StepConfig", "StepHealth", "ShardStep", "SOURCE_SCHEMA"]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+# What the Kafka source delivers (the columns of Spark's own Kafka source that groupscope uses).
+SOURCE_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+_STATE_MAGIC = b"GSS1"
+
+
+@dataclass(frozen=True, slots=True)
+class StepConfig:
+    heartbeat_topic: str = "groupscope-heartbeat"
+    offsets_topic: str = OFFSETS_TOPIC
+    snapshot_interval_ms: int = 10_000  # every group of the shard re-evaluated at least this often
+    lag_interval_ms: int = 60_000  # partition rows written to the ``lag`` table this often
+    partition_rows_every_snapshot: bool = False  # partition-level metrics need them at every refresh
+    caught_up_slack: int = 0  # records behind the offsets topic's LSO still counted as caught up
+    model: ModelConfig = field(default_factory=ModelConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class StepHealth:
+    """What the shard reports about itself each batch (for the monitor's own metrics)."""
+
+    shard: int
+    records: int
+    decode_errors: int
+    unknown_records: int
+    heartbeats: int
+    last_offset: int  # last __consumer_offsets offset consumed (-1: none yet)
+    offsets_high_watermark: int  # of this __consumer_offsets partition, from the newest heartbeat (-1: unknown)
+    offsets_last_stable: int
+    heartbeat_ms: int
+    caught_up: bool
+    groups: int
+    step_seconds: float
+
+
+@dataclass(slots=True)
+class _Meta:
+    last_full_ms: int = -1
+    last_lag_ms: int = -1
+    offsets_hw: int = -1
+    offsets_lso: int = -1
+    last_offset: int = -1  # last __consumer_offsets offset consumed, applied or quarantined
+
+
+class ShardStep:
+    """Holds one shard's model for the duration of a batch; :meth:`state` is what Spark stores for the key."""
+
+    def __init__(self, shard: int, config: StepConfig = StepConfig(), state: bytes | None = None) -> None:
+        self.shard = shard
+        self.config = config
+        if state:
+            if not state.startswith(_STATE_MAGIC):
+                raise ValueError("not a groupscope step state (bad magic)")
+            meta, model_bytes = pickle.loads(zlib.decompress(state[len(_STATE_MAGIC):]))
+            self.meta = _Meta(*meta)
+            self.model = GroupCoordinatorShard.from_bytes(model_bytes, config.model)
+        else:
+            self.meta = _Meta()
+            self.model = GroupCoordinatorShard(shard, config.model)
+
+    def state(self) -> bytes:
+        m = self.meta
+        payload = ((m.last_full_ms, m.last_lag_ms, m.offsets_hw, m.offsets_lso, m.last_offset), self.model.to_bytes())
+        return _STATE_MAGIC + zlib.compress(pickle.dumps(payload, protocol=5), 1)
+
+    # ------------------------------------------------------------------------------------------------------------
+
+    def process(self, rows: pa.Table, wall_ms: int | None = None) -> tuple[dict[str, pa.Table], StepHealth]:
+        """Applies one batch of source rows (``SOURCE_SCHEMA``) of this shard; returns output tables and health."""
+        started = time.perf_counter()
+        wall = int(time.time() * 1000) if wall_ms is None else wall_ms
+        out: dict[str, list[pa.Table] | list[dict[str, Any]]] = {}
+        topics = rows.column("topic")
+        is_hb = pc.equal(topics, self.config.heartbeat_topic).fill_null(False)
+        records = rows.filter(pc.and_(pc.invert(is_hb), pc.equal(rows.column("partition"), self.shard)))
+        heartbeats = rows.filter(is_hb)
+
+        touched: set[str] = set()
+        errors = unknown = 0
+        commits = quarantine = None
+        if records.num_rows:
+            records = records.sort_by("offset")
+            self.meta.last_offset = max(self.meta.last_offset, records.column("offset")[-1].as_py())
+            commits, quarantine, touched, errors, unknown = self._apply_records(records, wall)
+        hb_count, hb_groups = self._apply_heartbeats(heartbeats)
+
+        now = self.model.now_ms if self.model.now_ms >= 0 else wall
+        caught_up = self._caught_up()
+        events = self.model.drain_events()
+        tables: dict[str, pa.Table] = {}
+        if commits is not None and commits.num_rows:
+            tables["commits"] = commits
+        if quarantine is not None and quarantine.num_rows:
+            tables["quarantine"] = quarantine
+
+        deleted = {e.group_id for e in events if isinstance(e, ev.GroupDeleted)}
+        full = self.meta.last_full_ms < 0 or now - self.meta.last_full_ms >= self.config.snapshot_interval_ms
+        lag_due = self.meta.last_lag_ms < 0 or now - self.meta.last_lag_ms >= self.config.lag_interval_ms
+        if full:
+            snapshots = list(self.model.snapshot(now, caught_up).groups)
+            self.meta.last_full_ms = now
+        else:
+            snapshots = self.model.snapshot_groups(touched | deleted, now, caught_up)
+        events.extend(self.model.drain_events())  # status changes found while snapshotting
+        if events:
+            tables["group_events"] = pa.Table.from_pylist([event_row(e, shard=self.shard) for e in events],
+                                                          schema=GROUP_EVENTS)
+        known = {s.group_id for s in snapshots}
+        group_rows = [group_row(s, shard=self.shard, now_ms=now) for s in snapshots]
+        group_rows += [_deleted_row(gid, self.shard, now) for gid in sorted(deleted - known)]
+        if group_rows:
+            tables["groups"] = pa.Table.from_pylist(group_rows, schema=GROUPS)
+        if full and (lag_due or self.config.partition_rows_every_snapshot):
+            lag_rows = [r for s in snapshots for r in partition_rows(s, shard=self.shard, now_ms=now)]
+            if lag_due:
+                self.meta.last_lag_ms = now
+            if lag_rows:
+                tables["lag"] = pa.Table.from_pylist(lag_rows, schema=LAG)
+        health = StepHealth(
+            shard=self.shard,
+            records=records.num_rows,
+            decode_errors=errors,
+            unknown_records=unknown,
+            heartbeats=hb_count,
+            last_offset=self.meta.last_offset,
+            offsets_high_watermark=self.meta.offsets_hw,
+            offsets_last_stable=self.meta.offsets_lso,
+            heartbeat_ms=self.model.now_ms,
+            caught_up=caught_up,
+            groups=len(self.model.group_ids()),
+            step_seconds=time.perf_counter() - started,
+        )
+        return tables, health
+
+    # ------------------------------------------------------------------------------------------------------------
+
+    def _caught_up(self) -> bool:
+        """Caught up when the last applied offset reached this partition's last stable offset as of the newest
+        heartbeat (a read_committed reader cannot pass the LSO). Without a heartbeat nothing is known: not yet."""
+        lso = self.meta.offsets_lso if self.meta.offsets_lso >= 0 else self.meta.offsets_hw
+        if lso < 0:
+            return False
+        return self.meta.last_offset + 1 + self.config.caught_up_slack >= lso
+
+    def _apply_heartbeats(self, heartbeats: pa.Table) -> tuple[int, int]:
+        if not heartbeats.num_rows:
+            return 0, 0
+        count = 0
+        decoded = []
+        for value in heartbeats.column("value").to_pylist():
+            try:
+                decoded.append(decode_heartbeat(value))
+            except HeartbeatError:
+                continue  # not ours: a heartbeat topic shared with something else is not an error of the data
+        decoded.sort(key=lambda hb: hb.timestamp_ms)
+        offsets_topic = self.config.offsets_topic
+        for hb in decoded:
+            count += 1
+            samples = {}
+            for topic, partition, hw, lso, lw in hb.ends:
+                if topic == offsets_topic:
+                    if partition == self.shard:
+                        self.meta.offsets_hw, self.meta.offsets_lso = hw, lso
+                    continue
+                samples[(topic, partition)] = EndOffsetSample(hw, lso, lw, hb.timestamp_ms)
+            self.model.apply_heartbeat(hb.timestamp_ms, samples)
+        return count, 0
+
+    def _apply_records(self, records: pa.Table, wall: int):
+        decoded = decode_arrow(records.column("key"), records.column("value"))
+        error = decoded.column("decode_error")
+        ok = pc.is_null(error)
+        errors = len(error) - error.null_count
+        unknown_mask = decoded.column("is_unknown").to_numpy(zero_copy_only=False)
+        record_type = decoded.column("record_type").to_numpy(zero_copy_only=False)
+        ok_np = ok.to_numpy(zero_copy_only=False)
+        is_offset = ok_np & ~unknown_mask & np.isin(np.nan_to_num(record_type.astype(float), nan=-1), (0, 1))
+
+        quarantine = None
+        if errors:
+            bad = pc.invert(ok)
+            src = records.filter(bad)
+            qd = decoded.filter(bad)
+            n = src.num_rows
+            quarantine = pa.Table.from_arrays(
+                [src.column("topic"), src.column("partition"), src.column("offset"), src.column("timestamp"),
+                 src.column("key"), src.column("value"), qd.column("decode_error"), qd.column("record_type"),
+                 qd.column("value_version"), pa.array(np.full(n, wall, np.int64)).cast(pa.timestamp("ms", "UTC")),
+                 pa.array(np.full(n, wall, np.int64)).cast(pa.timestamp("ms", "UTC")).cast(pa.date32())],
+                schema=QUARANTINE)
+
+        commits = None
+        offsets_col = records.column("offset").to_numpy()
+        if is_offset.any():
+            mask = pa.array(is_offset)
+            src = records.filter(mask)
+            d = decoded.filter(mask)
+            ts = src.column("timestamp")
+            commits = pa.Table.from_arrays(
+                [pa.array(np.full(src.num_rows, self.shard, np.int32)), src.column("offset"), ts,
+                 d.column("group_id"), d.column("topic"), d.column("partition"), d.column("committed_offset"),
+                 d.column("leader_epoch"), d.column("metadata"),
+                 pc.cast(d.column("commit_timestamp"), pa.timestamp("ms", "UTC")),
+                 pc.cast(pc.if_else(pc.less(d.column("expire_timestamp"), 0), None, d.column("expire_timestamp")),
+                         pa.timestamp("ms", "UTC")),
+                 d.column("is_tombstone"), d.column("value_version"), pc.cast(ts, pa.date32())],
+                schema=COMMITS)
+
+        # Replay order: the last record per offset key (commit or tombstone), and every other record, by offset.
+        touched: set[str] = set()
+        model = self.model
+        ts_ms = records.column("timestamp").cast(pa.int64()).to_numpy()
+        positions = np.flatnonzero(ok_np)
+        if is_offset.any():
+            offset_pos = np.flatnonzero(is_offset)
+            key_idx = pc.dictionary_encode(records.column("key").take(pa.array(offset_pos))).combine_chunks()
+            idx = key_idx.indices.to_numpy()
+            _, last_rev = np.unique(idx[::-1], return_index=True)
+            keep = offset_pos[len(idx) - 1 - last_rev]
+            positions = np.union1d(np.flatnonzero(ok_np & ~is_offset), keep)
+        keys = records.column("key")
+        values = records.column("value")
+        groups = decoded.column("group_id")
+        gl = groups.to_pylist()
+        tombstone = decoded.column("is_tombstone").to_numpy(zero_copy_only=False)
+        cols = {name: decoded.column(name).to_pylist() for name in
+                ("topic", "partition", "committed_offset", "leader_epoch", "metadata", "commit_timestamp")} \
+            if is_offset.any() else None
+        for i in positions.tolist():
+            offset = int(offsets_col[i])
+            timestamp = int(ts_ms[i])
+            if is_offset[i] and not tombstone[i]:
+                group = gl[i]
+                model.replay_offset_commit(offset, group, cols["topic"][i], cols["partition"][i],
+                                           cols["committed_offset"][i], cols["leader_epoch"][i], cols["metadata"][i],
+                                           cols["commit_timestamp"][i], timestamp)
+                touched.add(group)
+                continue
+            try:
+                record = decode_record(keys[i].as_py(), values[i].as_py())
+            except CodecError:
+                continue  # already quarantined by the vectorized decode
+            model.replay(offset, timestamp, record)
+            group = getattr(record, "group_id", None)
+            if group:
+                touched.add(group)
+        unknown = int(unknown_mask.sum())
+        return commits, quarantine, touched, errors, unknown
+
+
+def _deleted_row(group_id: str, shard: int, now: int) -> dict[str, Any]:
+    row = dict.fromkeys(GROUPS.names)
+    row.update(group_id=group_id, shard=shard, state="DEAD", deleted=True, updated_time=now, member_count=0,
+               partition_count=0, members=[], topics=[])
+    return row
