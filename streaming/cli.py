@@ -44,6 +44,16 @@ def describe(segments: str, until: str | None, end_offsets: str | None, as_json:
     sys.exit(run_describe(segments, until, end_offsets, as_json))
 
 
+def _register() -> None:
+    from .run_command import heartbeat, run, status
+
+    for command in (run, heartbeat, status):
+        cli.add_command(command)
+
+
+_register()
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=True)

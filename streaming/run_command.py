@@ -1,0 +1,154 @@
+"""``groupscope run``, ``groupscope heartbeat`` and ``groupscope status``: the job, its emitter alone, and a table
+of groups read back from the Delta tables."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import click
+
+from .config import ConfigError, load_settings
+
+__all__ = ["run", "heartbeat", "status"]
+
+
+def _overrides(bootstrap, cluster, metrics_port, delta_path, checkpoint, master) -> dict:
+    out: dict = {}
+    if bootstrap:
+        out["kafka"] = {"bootstrap.servers": bootstrap}
+    if cluster:
+        out["cluster"] = cluster
+    if metrics_port is not None:
+        out["metrics"] = {"port": metrics_port}
+    if delta_path:
+        out["delta"] = {"path": delta_path}
+    if checkpoint or master:
+        out["spark"] = {k: v for k, v in (("checkpoint", checkpoint), ("master", master)) if v}
+    return out
+
+
+def _settings(config, **flags):
+    try:
+        overrides = _overrides(**flags)
+        settings = load_settings(config, None)
+        if overrides:
+            merged = settings.model_dump()
+            for section, values in overrides.items():
+                if isinstance(values, dict):
+                    merged[section] = {**merged[section], **values}
+                else:
+                    merged[section] = values
+            settings = type(settings).model_validate(merged)
+        return settings
+    except ConfigError as exc:
+        for line in exc.lines:
+            click.echo(f"groupscope: {line}", err=True)
+        sys.exit(2)
+    except Exception as exc:  # pydantic ValidationError from flag values
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError):
+            from .config import format_errors
+
+            for line in format_errors(exc, "flag"):
+                click.echo(f"groupscope: {line}", err=True)
+            sys.exit(2)
+        raise
+
+
+_common = [
+    click.option("--config", "config", metavar="FILE", help="YAML configuration file."),
+    click.option("--bootstrap", help="Kafka bootstrap servers (kafka.bootstrap.servers)."),
+    click.option("--cluster", help="Cluster name used in metric labels and table rows."),
+    click.option("--metrics-port", type=click.IntRange(0, 65535), help="Port of the /metrics endpoint."),
+    click.option("--delta-path", help="Directory or URI of the Delta tables."),
+    click.option("--checkpoint", help="Spark checkpoint directory."),
+    click.option("--master", help="Spark master (default local[2])."),
+]
+
+
+def common_options(func):
+    for option in reversed(_common):
+        func = option(func)
+    return func
+
+
+@click.command()
+@common_options
+@click.option("--duration", type=click.FloatRange(min=0), help="Stop after this many seconds (default: run until "
+              "SIGTERM/Ctrl-C).")
+def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, duration) -> None:
+    """Run the streaming job against a Kafka cluster."""
+    settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
+                         delta_path=delta_path, checkpoint=checkpoint, master=master)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .runner import GroupscopeJob
+
+    job = GroupscopeJob(settings)
+    try:
+        job.start()
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+        click.echo(f"groupscope run: {exc}", err=True)
+        sys.exit(1)
+    try:
+        port = job.metrics.port if job.metrics else None
+        click.echo(f"groupscope: running; metrics on :{port}, Delta tables in {settings.delta.path}", err=True)
+        job.run(duration_s=duration)
+    finally:
+        job.stop()
+
+
+@click.command()
+@common_options
+@click.option("--once", is_flag=True, help="Emit one heartbeat and exit.")
+def heartbeat(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, once) -> None:
+    """Run the heartbeat emitter alone (end offsets to the heartbeat topic every few seconds)."""
+    settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
+                         delta_path=delta_path, checkpoint=checkpoint, master=master)
+    from .kafka.heartbeat import HeartbeatEmitter
+
+    hb = settings.heartbeat
+    emitter = HeartbeatEmitter(settings.kafka, topic=hb.topic, interval_s=hb.interval_seconds,
+                               include=hb.include_topics, exclude=hb.exclude_topics,
+                               offsets_topic=settings.source.offsets_topic, retention_ms=hb.retention_ms,
+                               chunk_partitions=hb.chunk_partitions)
+    if once:
+        ok = emitter.tick()
+        s = emitter.status
+        click.echo(f"heartbeat: {'sent' if ok else 'failed'}: {s.partitions} partitions"
+                   + (f" ({s.last_error})" if s.last_error else ""), err=True)
+        sys.exit(0 if ok else 1)
+    emitter.start()
+    try:
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emitter.stop()
+
+
+@click.command()
+@click.option("--config", "config", metavar="FILE", help="YAML configuration file.")
+@click.option("--delta-path", help="Directory or URI of the Delta tables.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
+def status(config, delta_path, as_json) -> None:
+    """Show every group (state, members, lag, lag seconds, status, rebalances in the last hour) from Delta."""
+    settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
+                         checkpoint=None, master=None)
+    from .status_view import load_status, render_status
+
+    try:
+        rows = load_status(settings.delta.path, storage_options=settings.delta.storage_options)
+    except FileNotFoundError as exc:
+        click.echo(f"groupscope status: {exc}", err=True)
+        sys.exit(1)
+    if as_json:
+        import json
+
+        for row in rows:
+            click.echo(json.dumps(row, default=str))
+    else:
+        render_status(rows)

@@ -1,0 +1,65 @@
+"""The group table of ``groupscope status`` (and the demo's live view), read back from the Delta tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .sinks.delta import DeltaSink
+
+__all__ = ["load_status", "render_status", "status_table"]
+
+STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
+
+
+def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = None,
+                now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    if "://" not in delta_path and not (Path(delta_path) / "groups").exists():
+        raise FileNotFoundError(f"no groups table under {delta_path} (has the job written a batch yet?)")
+    sink = DeltaSink(delta_path, storage_options=storage_options)
+    groups = sink.read("groups").to_pylist()
+    now = now or dt.datetime.now(dt.timezone.utc)
+    hour_ago = now - dt.timedelta(hours=1)
+    recent: dict[str, int] = {}
+    for e in sink.read("group_events").select(["group_id", "kind", "event_time"]).to_pylist():
+        t = e["event_time"]
+        if e["kind"] == "Rebalance" and t is not None and t >= hour_ago:
+            recent[e["group_id"]] = recent.get(e["group_id"], 0) + 1
+    rows = []
+    for g in sorted(groups, key=lambda g: g["group_id"]):
+        rows.append({
+            "group": g["group_id"], "type": g["group_type"], "state": g["state"], "members": g["member_count"],
+            "lag": g["sum_lag"], "max_lag": g["max_lag"], "lag_seconds": g["max_lag_seconds"],
+            "status": g["status"], "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
+            "updated": g["updated_time"],
+        })
+    return rows
+
+
+def status_table(rows: Iterable[dict[str, Any]], title: str | None = None):
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold")
+    for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
+                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), ("REBALANCES 1H", "right")):
+        table.add_column(name, justify=justify)
+    for r in rows:
+        secs = r["lag_seconds"]
+        status = r["status"] or "-"
+        table.add_row(
+            r["group"], r["type"] or "-", r["state"] or "-", str(r["members"] if r["members"] is not None else "-"),
+            f"{r['lag']:,}" if r["lag"] is not None else "-", f"{secs:,.1f}" if secs is not None else "-",
+            f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
+        )
+    return table
+
+
+def render_status(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+
+    console = Console()
+    if not rows:
+        console.print("no groups yet")
+        return
+    console.print(status_table(rows))
