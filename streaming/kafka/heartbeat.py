@@ -81,6 +81,7 @@ class HeartbeatEmitter:
             self._thread.join(timeout_s)
         if self._producer is not None:
             self._producer.flush(5)
+            self._producer = None  # release librdkafka's threads now, not at garbage collection
 
     @property
     def status(self) -> EmitterStatus:
