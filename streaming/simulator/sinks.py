@@ -9,7 +9,7 @@ control batch. Sinks:
   model the way the segment-file path does (transactional batches held per producer id, markers applied).
 * :class:`SegmentSink`: writes broker-format segment files ``DIR/__consumer_offsets-N/00000000000000000000.log``
   (the bytes come from ``protocol.batch``), readable by ``groupscope decode`` and Kafka's ``kafka-dump-log``.
-* :class:`KafkaSink` (``sinks_kafka.py``; needs confluent-kafka): produces the records to a real Kafka-protocol
+* ``KafkaSink`` (``kafka_sink.py``, the only module here that imports confluent-kafka): produces the records to a real Kafka-protocol
   broker (librdkafka's mock cluster) and real messages to the consumed topics.
 """
 

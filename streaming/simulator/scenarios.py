@@ -1,0 +1,263 @@
+"""Named, combinable workload scenarios. Each declares its topics and schedules its groups' lives.
+
+Names (``--scenario``): see :data:`SCENARIOS`. ``all`` means every scenario except ``scale`` (the benchmark mode).
+Every scenario uses its own topics and groups (prefixed with its name), so any combination runs side by side.
+Times are simulated seconds from the start; the interesting events of every scenario happen within 120 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .clients import ConsumerConfig, SimConsumer, SimpleConsumer, TransactionalApp
+from .topics import TopicSpec
+
+__all__ = ["Scenario", "SCENARIOS", "resolve", "scenario_names"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    topics: Callable  # (sim) -> list[(TopicSpec, backlog)]
+    setup: Callable  # (sim) -> None: schedules the clients and actions
+
+
+def _members(sim, n: int, group: str, topics, *, at_s: float = 0.0, stagger_s: float = 0.0, **kw) -> list:
+    out = []
+    for i in range(n):
+        client_id = f"{group}-m{i + 1}"
+        opts = dict(kw)
+        if "{client_id}" in opts.get("metadata", ""):
+            opts["metadata"] = opts["metadata"].format(client_id=client_id)
+        cfg = ConsumerConfig(group=group, client_id=client_id, topics=tuple(topics), **opts)
+        jitter = sim.rng.uniform(0, 0.5)
+        out.append(sim.start_client(SimConsumer(sim, cfg), at_s + i * stagger_s + jitter))
+    return out
+
+
+# ---- steady ----------------------------------------------------------------------------------------------------
+
+def _steady_topics(sim):
+    return [(TopicSpec("steady-orders", 6, 20.0), 0), (TopicSpec("steady-payments", 3, 10.0), 0)]
+
+
+def _steady(sim):
+    t = ("steady-orders", "steady-payments")
+    _members(sim, 3, "steady-range", t, assignor="range", commit="auto")
+    _members(sim, 2, "steady-roundrobin", t, assignor="roundrobin", commit="sync", metadata="rr")
+    _members(sim, 2, "steady-sticky", t, assignor="sticky", commit="async")
+
+
+# ---- lagging: consumers slower than the producers ---------------------------------------------------------------
+
+def _lagging(sim):
+    _members(sim, 2, "lagging", ("lagging-clicks",), assignor="range", commit="auto", capacity=150.0)
+
+
+# ---- stalled: one member stops polling, leaves after max.poll.interval.ms, comes back later ----------------------
+
+def _stalled(sim):
+    ms = _members(sim, 3, "stalled", ("stalled-events",), assignor="range", commit="sync",
+                  max_poll_interval_ms=30000)
+    sim.at(20, ms[1].stall)
+    sim.at(90, ms[1].resume)
+
+
+# ---- stopped: every member closes; the group is Empty and its lag grows -----------------------------------------
+
+def _stopped(sim):
+    ms = _members(sim, 2, "stopped", ("stopped-logs",), assignor="roundrobin", commit="auto")
+    for m in ms:
+        sim.at(30, m.close)
+
+
+# ---- storm: a crash-looping member keeps a cooperative-sticky group rebalancing --------------------------------
+
+def _storm(sim):
+    stable = _members(sim, 3, "storm", ("storm-orders",), assignor="cooperative-sticky", commit="sync",
+                      heartbeat_interval_ms=1000, session_timeout_ms=10000)
+    for i, m in enumerate(stable):  # the storm ends with everyone leaving: the group's last, empty generation
+        sim.at(114 + i, m.close)
+    cfg = ConsumerConfig(group="storm", client_id="storm-flaky", topics=("storm-orders",),
+                         assignor="cooperative-sticky", commit="sync", heartbeat_interval_ms=1000,
+                         session_timeout_ms=10000)
+
+    def cycle(t: float) -> None:
+        c = SimConsumer(sim, cfg)
+        sim.clients.append(c)
+        sim.at(t, c.start)
+        up = sim.rng.uniform(4, 8)
+        sim.at(t + up, c.close)
+        nxt = t + up + sim.rng.uniform(1, 3)
+        if nxt < 110:
+            sim.at(t + up, lambda: cycle(nxt))
+
+    cycle(5.0)
+
+
+# ---- rolling restart: members restarted one after another (new member ids) ------------------------------------
+
+def _rolling(sim):
+    ms = _members(sim, 3, "rolling", ("rolling-payments",), assignor="range", commit="auto")
+    for i, m in enumerate(ms):
+        def restart(m=m):
+            m.close()
+            sim.at(sim.elapsed_ms / 1000 + 5, m.start)
+        sim.at(30 + 20 * i, restart)
+
+
+# ---- static restart: KIP-345 member replaced within the session timeout; another one expires --------------------
+
+def _static(sim):
+    kw = dict(assignor="range", commit="sync", session_timeout_ms=10000, heartbeat_interval_ms=1000)
+    a = sim.start_client(SimConsumer(sim, ConsumerConfig(group="static", client_id="static-s1",
+                                                         topics=("static-orders",), instance_id="static-instance-1",
+                                                         **kw)), 0.1)
+    b = sim.start_client(SimConsumer(sim, ConsumerConfig(group="static", client_id="static-s2",
+                                                         topics=("static-orders",), instance_id="static-instance-2",
+                                                         **kw)), 0.2)
+    sim.at(20, a.crash)
+    a2 = SimConsumer(sim, ConsumerConfig(group="static", client_id="static-s1-restarted", topics=("static-orders",),
+                                         instance_id="static-instance-1", **kw))
+    sim.start_client(a2, 24)
+    sim.at(60, b.close)  # a static member does not leave: it is expired after session.timeout.ms
+
+
+# ---- partitions added ------------------------------------------------------------------------------------------
+
+def _added(sim):
+    _members(sim, 2, "added-classic", ("added-events",), assignor="range", commit="auto")
+    _members(sim, 2, "added-kip848", ("added-events",), protocol="consumer", assignor=None, commit="auto")
+    sim.at(40, lambda: sim.add_partitions("added-events", 8))
+
+
+# ---- KIP-848 consumer groups -------------------------------------------------------------------------------------
+
+def _kip848(sim):
+    t = ("kip848-alpha", "kip848-beta")
+    ms = _members(sim, 3, "kip848-uniform", t, protocol="consumer", assignor=None, commit="sync", stagger_s=10,
+                  metadata="{client_id}:n=1")
+    sim.at(50, ms[1].close)
+    sim.at(70, ms[2].crash)  # fenced after group.consumer.session.timeout.ms (45 s), at 115 s: the group empties
+    sim.at(110, ms[0].close)
+    rs = _members(sim, 2, "kip848-range", t, protocol="consumer", assignor="range", commit="sync", stagger_s=5)
+    sim.at(100, rs[0].close)
+    sim.at(105, rs[1].close)
+
+
+# ---- transactional offset commits --------------------------------------------------------------------------------
+
+def _transactional(sim):
+    for group, protocol, assignor in (("txn-classic", "classic", "range"), ("txn-consumer", "consumer", None)):
+        cfg = ConsumerConfig(group=group, client_id=f"{group}-consumer", topics=("txn-in",), protocol=protocol,
+                             assignor=assignor, commit="none")
+        app = TransactionalApp(sim, cfg, interval_ms=2000, end_delay_ms=sim.rng.randint(20, 150), abort_every=3)
+        sim.clients.append(app)
+        sim.at(sim.rng.uniform(0, 1), app.start)
+
+
+# ---- deletion: offsets deleted for one topic, then whole groups deleted ------------------------------------------
+
+def _deletion(sim):
+    co = lambda: sim.coordinator
+    ms = _members(sim, 2, "deletion-classic", ("deletion-a", "deletion-b"), assignor="range", commit="auto")
+    k = _members(sim, 1, "deletion-kip848", ("deletion-a",), protocol="consumer", assignor=None, commit="auto")
+    simple = SimpleConsumer(sim, "deletion-simple", (("deletion-a", 0), ("deletion-b", 1)), metadata="simple")
+    sim.clients.append(simple)
+    sim.at(0.3, simple.start)
+    for m in ms + k:
+        sim.at(30, m.close)
+    sim.at(30, simple.close)
+    sim.at(40, lambda: co().delete_offsets("deletion-classic", "deletion-b"))
+    for gid in ("deletion-classic", "deletion-kip848", "deletion-simple"):
+        sim.at(60, lambda gid=gid: co().delete_group(gid))
+
+
+# ---- replay from earliest: a backlog consumed from the start ------------------------------------------------------
+
+def _replay(sim):
+    _members(sim, 1, "replay-earliest", ("replay-history",), assignor="range", commit="auto",
+             auto_offset_reset="earliest", capacity=2000.0)
+
+
+# ---- scale: thousands of groups for benchmarks -------------------------------------------------------------------
+
+SCALE_TOPICS = 10
+SCALE_PARTITIONS = 32
+
+
+def _scale_topics(sim):
+    return [(TopicSpec(f"scale-t{i}", SCALE_PARTITIONS, 10.0), 0) for i in range(SCALE_TOPICS)]
+
+
+def _scale(sim):
+    for g in range(sim.scale_groups):
+        cfg = ConsumerConfig(group=f"scale-{g:05d}", client_id=f"scale-{g:05d}-m1", topics=(f"scale-t{g % SCALE_TOPICS}",),
+                             assignor="range", commit="auto")
+        sim.start_client(SimConsumer(sim, cfg), sim.rng.uniform(0, 5))
+
+
+def _t(*specs):
+    return lambda sim: list(specs)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("steady", "classic groups (range, roundrobin, sticky) keeping up; auto, sync and async commits",
+             _steady_topics, _steady),
+    Scenario("lagging", "a group consuming slower than its topic is produced: lag grows steadily",
+             _t((TopicSpec("lagging-clicks", 4, 100.0), 0)), _lagging),
+    Scenario("stalled", "a member stops polling at 20 s, leaves on max.poll.interval.ms (30 s), resumes at 90 s",
+             _t((TopicSpec("stalled-events", 6, 20.0), 0)), _stalled),
+    Scenario("stopped", "every member closes at 30 s: the group is Empty and its lag grows",
+             _t((TopicSpec("stopped-logs", 4, 20.0), 0)), _stopped),
+    Scenario("storm", "a flapping member keeps a cooperative-sticky group rebalancing (with follow-up generations); "
+             "everyone leaves at 114-116 s",
+             _t((TopicSpec("storm-orders", 8, 20.0), 0)), _storm),
+    Scenario("rolling-restart", "members restarted one by one at 30, 50, 70 s (new member ids)",
+             _t((TopicSpec("rolling-payments", 6, 20.0), 0)), _rolling),
+    Scenario("static-restart", "a static member crashes and is replaced in the same generation; another expires",
+             _t((TopicSpec("static-orders", 6, 20.0), 0)), _static),
+    Scenario("partitions-added", "a topic grows from 4 to 8 partitions at 40 s: classic and KIP-848 groups follow",
+             _t((TopicSpec("added-events", 4, 20.0), 0)), _added),
+    Scenario("kip848", "KIP-848 consumer groups (uniform, range): joins, revocation, leaves, a session expiry "
+             "(70 s crash, fenced at 115 s); both groups end empty",
+             _t((TopicSpec("kip848-alpha", 6, 20.0), 0), (TopicSpec("kip848-beta", 4, 10.0), 0)), _kip848),
+    Scenario("transactional", "EOS apps (classic and KIP-848 groups): TxnOffsetCommit, COMMIT and ABORT markers",
+             _t((TopicSpec("txn-in", 3, 20.0), 0)), _transactional),
+    Scenario("deletion", "groups stop; OffsetDelete of one topic at 40 s; DeleteGroups (classic, KIP-848, simple) at 60 s",
+             _t((TopicSpec("deletion-a", 4, 20.0), 0), (TopicSpec("deletion-b", 2, 20.0), 0)), _deletion),
+    Scenario("replay-from-earliest", "a new group with auto.offset.reset=earliest drains a 20k-message backlog",
+             _t((TopicSpec("replay-history", 4, 10.0), 20000)), _replay),
+    Scenario("scale", "N one-member classic groups (--groups) auto-committing 32 partitions each: benchmarks",
+             _scale_topics, _scale),
+)}
+
+
+def scenario_names() -> list[str]:
+    return list(SCENARIOS)
+
+
+def resolve(names: Iterable[str] | str) -> list[Scenario]:
+    """Scenario names (or comma lists; ``all`` = every scenario but scale) to scenarios, in the given order.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    if isinstance(names, str):
+        names = [names]
+    out: list[Scenario] = []
+    for item in names:
+        for name in (n.strip() for n in item.split(",")):
+            if not name:
+                continue
+            picked = [s for s in SCENARIOS.values() if s.name != "scale"] if name == "all" else None
+            if picked is None:
+                if name not in SCENARIOS:
+                    raise ValueError(f"unknown scenario {name!r}; known: all, {', '.join(SCENARIOS)}")
+                picked = [SCENARIOS[name]]
+            out.extend(s for s in picked if s not in out)
+    if not out:
+        raise ValueError("no scenario given")
+    return out

@@ -1,0 +1,60 @@
+"""``groupscope simulate``: options, one-line errors, segment output that the rest of groupscope reads."""
+
+from __future__ import annotations
+
+import time
+
+from click.testing import CliRunner
+
+from streaming.segment_replay import replay_segments
+from streaming.simulate_command import simulate
+from streaming.simulator import MemorySink, SegmentSink, Simulation, SimulationRunner
+
+
+def test_segments_as_fast_as_possible(tmp_path):
+    res = CliRunner().invoke(simulate, ["--scenario", "steady,kip848", "--scenario", "transactional", "--seed", "3",
+                                        "--speed", "0", "--duration", "60", "--segments", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    model, report = replay_segments(tmp_path)
+    assert report.records > 100 and report.markers > 0 and not report.problems
+    assert {"steady-range", "kip848-uniform", "txn-consumer"} <= {g for s in model for g in s.groups}
+
+
+def test_bad_options_are_one_line_errors(tmp_path):
+    cases = [
+        (["--scenario", "nope", "--segments", str(tmp_path)], "unknown scenario 'nope'"),
+        (["--scenario", "steady"], "give --bootstrap HOST:PORT"),
+        (["--segments", str(tmp_path), "--speed", "0"], "needs --duration"),
+        (["--mode", "real-consumers"], "needs --bootstrap"),
+        (["--segments", str(tmp_path), "--bootstrap", "x:1"], "not both"),
+        (["--segments", str(tmp_path), "--offsets-partitions", "0"], "--offsets-partitions"),
+    ]
+    for args, text in cases:
+        res = CliRunner().invoke(simulate, args)
+        assert res.exit_code == 2 and text in res.output, (args, res.output)
+
+
+def test_runner_paces_simulated_time_and_stops():
+    sim = Simulation(["steady"], seed=1)
+    sink = MemorySink()
+    runner = SimulationRunner(sim, sink, speed=50.0).start()
+    time.sleep(0.3)
+    runner.stop()
+    assert 5_000 <= sim.elapsed_ms <= 30_000  # ~15 s of simulated time at 50x in 0.3 s
+    done = SimulationRunner(Simulation(["scale"], seed=1, scale_groups=50), MemorySink(), speed=0,
+                            duration_ms=30_000).start()
+    done.join(30)
+    assert done.sim.elapsed_ms == 30_000
+
+
+def test_scale_generation_rate(tmp_path):
+    # Benchmarks need 10M-record backlogs: at least ~200k offset commits/s into segment files (measured ~270k here).
+    sim = Simulation(["scale"], seed=1, scale_groups=1000)
+    sink = SegmentSink(tmp_path)
+    sim.run_until(10_000, sink)
+    before, t0 = sink.records, time.perf_counter()
+    sim.run_until(60_000, sink)
+    rate = (sink.records - before) / (time.perf_counter() - t0)
+    sink.close()
+    assert sink.records - before > 250_000
+    assert rate > 100_000, f"{rate:,.0f} records/s"  # loose bound for slow CI machines
