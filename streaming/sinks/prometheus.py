@@ -1,0 +1,786 @@
+"""The Prometheus sink: the latest group snapshots as ``kafka_consumergroup_*`` series, plus the monitor's own health.
+
+Mirrors prometheus/client_python's custom-collector pattern (STYLE A4, §7): the Spark job's ``foreachBatch`` hands
+every micro-batch's rows to a :class:`MetricsState` on the driver; on each scrape :class:`GroupscopeCollector`
+builds fresh metric families from the state's latest snapshot and keeps nothing itself, so a group or offset that
+is gone from the state is gone from ``/metrics`` (and Prometheus marks its series stale) without any bookkeeping of
+"series to delete" (Burrow's split lifecycle, STYLE A2, is what this avoids). :class:`MetricsServer` serves an
+explicit registry (no global ``REGISTRY``) on ``/metrics`` with ``/ready`` and ``/healthz`` beside it.
+
+Names follow the families Kafka Lag Exporter and kafka_exporter users already query (prior-art §1.2, §1.4); every
+series carries a ``cluster`` label. Group-level series are always on; per-partition and per-member series are
+opt-in (``partition_metrics``), because they multiply cardinality by partitions and churn with member ids
+(prior-art §2 #10, kminion#103, KLE#25). :data:`METRICS` is the one catalogue of what is exported; dashboards,
+alert rules and their tests are checked against it.
+
+Rows are the dicts of ``streaming.tables`` (``GROUPS``, ``LAG``, ``GROUP_EVENTS``), either as built by
+``group_row``/``partition_rows``/``event_row`` (times in epoch ms) or as read back from Arrow (times as
+``datetime``); both are accepted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from socketserver import ThreadingMixIn
+from typing import Any, Literal, NamedTuple, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from ..model.rules import Status
+
+__all__ = [
+    "MetricSpec",
+    "METRICS",
+    "OffsetsPartitionHealth",
+    "MonitorHealth",
+    "StepHealthLike",
+    "GroupCounters",
+    "PartitionFigures",
+    "StateView",
+    "MetricsState",
+    "GroupscopeCollector",
+    "MetricsServer",
+]
+
+Scope = Literal["group", "partition", "monitor"]
+Kind = Literal["gauge", "counter"]
+
+_G = ("cluster", "group")
+_T = ("cluster", "group", "topic")
+_P = ("cluster", "group", "topic", "partition")
+_STATUS_HELP = ", ".join(f"{s.value}={s.name}" for s in Status)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One exported metric: its full sample name (counters end in ``_total``), type, labels and meaning."""
+
+    name: str
+    kind: Kind
+    scope: Scope
+    labels: tuple[str, ...]
+    help: str
+
+    @property
+    def family_name(self) -> str:
+        """The name prometheus_client's family takes (a counter's family drops ``_total``)."""
+        return self.name[: -len("_total")] if self.kind == "counter" else self.name
+
+
+def _m(name: str, kind: Kind, scope: Scope, labels: tuple[str, ...], help_text: str) -> MetricSpec:
+    return MetricSpec(name, kind, scope, labels, help_text)
+
+
+# The catalogue. Order is exposition order. Group scope is always exported; partition scope only with
+# ``partition_metrics``; monitor scope is the job itself.
+METRICS: tuple[MetricSpec, ...] = (
+    # ---- group level ----------------------------------------------------------------------------------------
+    _m("kafka_consumergroup_group_sum_lag", "gauge", "group", _G,
+       "Sum of the offset lag (end offset - committed offset, never negative) over the group's partitions."),
+    _m("kafka_consumergroup_group_max_lag", "gauge", "group", _G,
+       "Largest offset lag of any partition of the group."),
+    _m("kafka_consumergroup_group_max_lag_seconds", "gauge", "group", _G,
+       "Largest time lag of any partition of the group: seconds since the log end passed the committed offset "
+       "(0 when caught up; absent when no end-offset history is known yet)."),
+    _m("kafka_consumergroup_topic_sum_lag", "gauge", "group", _T,
+       "Sum of the offset lag over the group's partitions of one topic."),
+    _m("kafka_consumergroup_topic_max_lag", "gauge", "group", _T,
+       "Largest offset lag of the group's partitions of one topic."),
+    _m("kafka_consumergroup_topic_max_lag_seconds", "gauge", "group", _T,
+       "Largest time lag in seconds of the group's partitions of one topic."),
+    _m("kafka_consumergroup_members", "gauge", "group", _G,
+       "Members of the group (classic and KIP-848 members alike)."),
+    _m("kafka_consumergroup_partitions", "gauge", "group", _G,
+       "Partitions the group has a committed offset for."),
+    _m("kafka_consumergroup_generation", "gauge", "group", _G,
+       "Classic generation id, or the group epoch of a KIP-848 (consumer, share, streams) group."),
+    _m("kafka_consumergroup_assignment_epoch", "gauge", "group", _G,
+       "KIP-848 target assignment epoch (absent for classic groups); below the group epoch while ASSIGNING."),
+    _m("kafka_consumergroup_state", "gauge", "group", ("cluster", "group", "type", "state"),
+       "1 for the group's current state, as Kafka names it (EMPTY, STABLE, ASSIGNING, RECONCILING, DEAD, ...)."),
+    _m("kafka_consumergroup_info", "gauge", "group",
+       ("cluster", "group", "type", "protocol_type", "assignor", "simple"),
+       "1 per group; labels: group type, classic protocol type, assignor, and whether it is a simple "
+       "(commit-only) group."),
+    _m("kafka_consumergroup_status", "gauge", "group", _G,
+       f"Worst partition status of the group (Burrow-style rules): {_STATUS_HELP}."),
+    _m("kafka_consumergroup_data_loss_partitions", "gauge", "group", _G,
+       "Partitions whose committed offset is below the low watermark: retention deleted records the group "
+       "never read."),
+    _m("kafka_consumergroup_last_commit_timestamp_seconds", "gauge", "group", _G,
+       "Commit timestamp of the group's newest offset commit (Unix seconds)."),
+    _m("kafka_consumergroup_last_rebalance_timestamp_seconds", "gauge", "group", _G,
+       "Time of the group's last completed rebalance, generation or epoch change (Unix seconds)."),
+    _m("kafka_consumergroup_rebalances_total", "counter", "group", _G,
+       "Completed rebalances (generation or group-epoch bumps) the model has seen for the group."),
+    _m("kafka_consumergroup_rebalance_storms_total", "counter", "group", _G,
+       "Rebalance storms: too many rebalances in the window that are not a rolling restart."),
+    _m("kafka_consumergroup_rolling_restarts_total", "counter", "group", _G,
+       "Rolling restarts: many rebalances in the window, but every member identity restarted at most once."),
+    _m("kafka_consumergroup_rebalance_partitions_moved_total", "counter", "group", _G,
+       "Partitions that changed owner, summed over the group's rebalances."),
+    _m("kafka_consumergroup_last_rebalance_partitions_moved", "gauge", "group", _G,
+       "Partitions that changed owner in the group's last rebalance whose assignment is known."),
+    _m("kafka_consumergroup_rebalance_causes_total", "counter", "group", ("cluster", "group", "cause"),
+       "Rebalances by cause as far as the records tell (member_joined, member_left, leader_changed, ...); a "
+       "rebalance with several causes counts once for each."),
+    # ---- partition and member level (opt-in) ----------------------------------------------------------------
+    _m("kafka_consumergroup_lag", "gauge", "partition", _P,
+       "Offset lag of one partition: end offset (last stable offset capped by the high watermark) - committed "
+       "offset, never negative."),
+    _m("kafka_consumergroup_lag_seconds", "gauge", "partition", _P,
+       "Time lag of one partition in seconds (0 when caught up, a lower bound when the committed offset is older "
+       "than the end-offset history)."),
+    _m("kafka_consumergroup_current_offset", "gauge", "partition", _P,
+       "Committed offset of one partition."),
+    _m("kafka_consumergroup_partition_status", "gauge", "partition", _P,
+       f"Status of one partition: {_STATUS_HELP}."),
+    _m("kafka_partition_latest_offset", "gauge", "partition", ("cluster", "topic", "partition"),
+       "End offset a consumer can reach (last stable offset capped by the high watermark) of a partition some "
+       "group commits to."),
+    _m("kafka_consumergroup_member_assigned_partitions", "gauge", "partition",
+       ("cluster", "group", "member_id", "client_id", "host"),
+       "Partitions currently assigned to one member of the group."),
+    # ---- the monitor itself ---------------------------------------------------------------------------------
+    _m("groupscope_build_info", "gauge", "monitor", ("cluster", "version"), "1; the groupscope version."),
+    _m("groupscope_records_decoded_total", "counter", "monitor", ("cluster",),
+       "__consumer_offsets records decoded."),
+    _m("groupscope_decode_errors_total", "counter", "monitor", ("cluster",),
+       "__consumer_offsets records that could not be decoded (sent to the quarantine table)."),
+    _m("groupscope_unknown_records_total", "counter", "monitor", ("cluster",),
+       "Records of a type or version this groupscope does not know (skipped, not errors)."),
+    _m("groupscope_model_anomalies_total", "counter", "monitor", ("cluster",),
+       "Records the group model could not apply (an Anomaly event each)."),
+    _m("groupscope_batches_total", "counter", "monitor", ("cluster",), "Micro-batches processed."),
+    _m("groupscope_query_restarts_total", "counter", "monitor", ("cluster",),
+       "Restarts of the streaming query after it failed."),
+    _m("groupscope_batch_duration_seconds", "gauge", "monitor", ("cluster",),
+       "Duration of the last micro-batch."),
+    _m("groupscope_input_records_per_second", "gauge", "monitor", ("cluster",),
+       "Input rate of the last micro-batch (records per second)."),
+    _m("groupscope_last_batch_timestamp_seconds", "gauge", "monitor", ("cluster",),
+       "When the last micro-batch finished (Unix seconds, driver clock)."),
+    _m("groupscope_last_heartbeat_timestamp_seconds", "gauge", "monitor", ("cluster",),
+       "Emitter time of the newest heartbeat the model has applied (Unix seconds)."),
+    _m("groupscope_heartbeat_age_seconds", "gauge", "monitor", ("cluster",),
+       "Seconds since the newest applied heartbeat: how stale every lag and status is."),
+    _m("groupscope_caught_up", "gauge", "monitor", ("cluster",),
+       "1 when every __consumer_offsets partition has been read up to its last stable offset (ready), else 0."),
+    _m("groupscope_offsets_topic_behind_records", "gauge", "monitor", ("cluster", "partition"),
+       "Records of a __consumer_offsets partition not yet read (up to its last stable offset)."),
+    _m("groupscope_offsets_topic_unstable_records", "gauge", "monitor", ("cluster", "partition"),
+       "High watermark - last stable offset of a __consumer_offsets partition: records held back from a "
+       "read_committed reader by an open transaction."),
+    _m("groupscope_offsets_topic_last_stable_offset", "gauge", "monitor", ("cluster", "partition"),
+       "Last stable offset of a __consumer_offsets partition as of the newest heartbeat: when it stops moving while "
+       "unstable records wait, a transaction hangs."),
+    _m("groupscope_groups", "gauge", "monitor", ("cluster",), "Groups known to the monitor."),
+)
+
+_SPEC = {s.name: s for s in METRICS}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Health of the monitor
+
+
+class StepHealthLike(Protocol):
+    """What :meth:`MonitorHealth.after_batch` reads of each shard's report (``streaming.step.StepHealth``)."""
+
+    shard: int
+    records: int
+    decode_errors: int
+    unknown_records: int
+    last_offset: int
+    offsets_high_watermark: int
+    offsets_last_stable: int
+    heartbeat_ms: int
+    caught_up: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsPartitionHealth:
+    """How far the job has read one ``__consumer_offsets`` partition, as of the newest heartbeat (-1 = unknown)."""
+
+    partition: int
+    last_offset: int = -1  # last offset consumed
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    caught_up: bool = False
+
+    @property
+    def behind(self) -> int | None:
+        """Records not yet read up to the LSO (a read_committed reader cannot pass it); None when unknown."""
+        end = self.last_stable_offset if self.last_stable_offset >= 0 else self.high_watermark
+        if end < 0:
+            return None
+        return max(0, end - (self.last_offset + 1))
+
+    @property
+    def unstable(self) -> int | None:
+        """HWM - LSO: records an open transaction holds back from the job (DESIGN §2.1); None when unknown."""
+        if self.high_watermark < 0 or self.last_stable_offset < 0:
+            return None
+        return max(0, self.high_watermark - self.last_stable_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorHealth:
+    """The monitor's own state after a batch: cumulative totals and the last batch's figures.
+
+    Times are Unix seconds. ``heartbeat_time`` is the emitter's stamp on the newest heartbeat *the model applied*
+    (not the emitter's latest send), so a stuck query shows as a growing heartbeat age.
+    """
+
+    records_decoded: int = 0
+    decode_errors: int = 0
+    unknown_records: int = 0
+    batches: int = 0
+    query_restarts: int = 0
+    last_batch_seconds: float | None = None
+    input_records_per_second: float | None = None
+    last_batch_time: float | None = None
+    heartbeat_time: float | None = None
+    offsets_partitions: tuple[OffsetsPartitionHealth, ...] = ()
+
+    @property
+    def caught_up(self) -> bool:
+        """Ready: every known ``__consumer_offsets`` partition is read up to its LSO (none known: not ready)."""
+        return bool(self.offsets_partitions) and all(p.caught_up for p in self.offsets_partitions)
+
+    def after_batch(self, steps: Iterable[StepHealthLike], *, batch_seconds: float, now: float,
+                    input_records_per_second: float | None = None,
+                    query_restarts: int | None = None) -> MonitorHealth:
+        """The health after one more micro-batch: totals advanced by the shards' reports, per-partition figures
+        replaced for the shards that reported (the others keep their last report).
+
+        Raises:
+            ValueError: a negative count or duration in the reports.
+        """
+        if batch_seconds < 0:
+            raise ValueError(f"batch_seconds must be >= 0, got {batch_seconds}")
+        parts = {p.partition: p for p in self.offsets_partitions}
+        records = errors = unknown = 0
+        heartbeat = self.heartbeat_time
+        for s in steps:
+            if s.records < 0 or s.decode_errors < 0 or s.unknown_records < 0:
+                raise ValueError(f"shard {s.shard}: negative counts in {s!r}")
+            records += s.records
+            errors += s.decode_errors
+            unknown += s.unknown_records
+            parts[s.shard] = OffsetsPartitionHealth(s.shard, s.last_offset, s.offsets_high_watermark,
+                                                    s.offsets_last_stable, bool(s.caught_up))
+            if s.heartbeat_ms >= 0 and (heartbeat is None or s.heartbeat_ms / 1000 > heartbeat):
+                heartbeat = s.heartbeat_ms / 1000
+        return replace(
+            self,
+            records_decoded=self.records_decoded + records - errors,
+            decode_errors=self.decode_errors + errors,
+            unknown_records=self.unknown_records + unknown,
+            batches=self.batches + 1,
+            query_restarts=self.query_restarts if query_restarts is None else query_restarts,
+            last_batch_seconds=batch_seconds,
+            input_records_per_second=(self.input_records_per_second if input_records_per_second is None
+                                      else input_records_per_second),
+            last_batch_time=now,
+            heartbeat_time=heartbeat,
+            offsets_partitions=tuple(parts[p] for p in sorted(parts)),
+        )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# State fed by the batches
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCounters:
+    """What only the event stream tells about a group (the group row carries everything else)."""
+
+    storms: int = 0
+    rolling_restarts: int = 0
+    partitions_moved: int = 0
+    last_partitions_moved: int | None = None
+    causes: tuple[tuple[str, int], ...] = ()  # (cause, count), sorted by cause
+
+
+class PartitionFigures(NamedTuple):
+    """What the partition series need of a ``LAG`` row, and nothing more: a driver may hold one per partition of
+    every group (a NamedTuple is a fraction of the row dict's size)."""
+
+    lag: float | None
+    lag_seconds: float | None
+    committed_offset: float | None
+    log_end_offset: float | None
+    status: float | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> PartitionFigures:
+        return cls(_number(row.get("lag")), _number(row.get("lag_seconds")), _number(row.get("committed_offset")),
+                   _number(row.get("log_end_offset")), _status(row.get("status")))
+
+
+@dataclass(frozen=True, slots=True)
+class StateView:
+    """A consistent copy of the state for one scrape. Rows are shared, never mutated (copy on write)."""
+
+    groups: Mapping[str, Mapping[str, Any]]
+    partitions: Mapping[str, Mapping[tuple[str, int], PartitionFigures]]
+    counters: Mapping[str, GroupCounters]
+    health: MonitorHealth
+    anomalies: int
+
+
+class MetricsState:
+    """Thread-safe latest state of every group, fed by micro-batches on the driver and read by scrapes.
+
+    * Group rows (``GROUPS``) replace the group's previous row; ``deleted=True`` removes the group.
+    * Partition rows (``LAG``) come per group snapshot, all of a group's partitions at once: they replace that
+      group's partitions, so an offset that is gone from the snapshot is gone here. A group row with no
+      partitions clears them too.
+    * Event rows (``GROUP_EVENTS``) feed the counters no row carries (storms, rolling restarts, partitions moved,
+      causes) and deletions: ``OffsetDeleted`` removes the partition; ``GroupDeleted`` or ``OffsetDeleted`` for a
+      group that has no live row in the same batch removes the group (the step emits a row for every group its
+      records touched while the model still knows it, so no row means the group is gone).
+    * Event counters are counted once per ``batch_id``: a micro-batch that Spark re-runs after a failure does
+      not count its events twice.
+
+    ``keep_partitions=False`` (partition-level series off) ignores partition rows, so the driver holds nothing per
+    partition.
+    """
+
+    def __init__(self, *, keep_partitions: bool = True) -> None:
+        self.keep_partitions = keep_partitions
+        self._lock = threading.Lock()
+        self._groups: dict[str, Mapping[str, Any]] = {}
+        self._partitions: dict[str, dict[tuple[str, int], PartitionFigures]] = {}
+        self._counters: dict[str, GroupCounters] = {}
+        self._health = MonitorHealth()
+        self._anomalies = 0
+        self._last_batch_id: int | None = None
+
+    def apply_batch(self, group_rows: Iterable[Mapping[str, Any]] = (),
+                    partition_rows: Iterable[Mapping[str, Any]] | None = None,
+                    event_rows: Iterable[Mapping[str, Any]] = (), health: MonitorHealth | None = None, *,
+                    batch_id: int | None = None) -> None:
+        """Applies one micro-batch's output (any part may be empty); then the next scrape sees it. Group rows are
+        kept by reference: the caller must not change them afterwards.
+
+        Raises:
+            ValueError: a row without ``group_id`` (or a partition row without topic/partition).
+        """
+        groups = list(group_rows)
+        for r in groups:
+            _group_id(r)
+        by_group: dict[str, dict[tuple[str, int], PartitionFigures]] = {}
+        for r in (partition_rows or ()) if self.keep_partitions else ():
+            gid = _group_id(r)
+            if r.get("topic") is None or r.get("partition") is None:
+                raise ValueError(f"partition row of group {gid!r} without topic/partition")
+            by_group.setdefault(gid, {})[(str(r["topic"]), int(r["partition"]))] = PartitionFigures.of(r)
+        events = list(event_rows)
+        with self._lock:
+            count_events = batch_id is None or self._last_batch_id is None or batch_id > self._last_batch_id
+            if batch_id is not None and count_events:
+                self._last_batch_id = batch_id
+            removed: set[str] = set()
+            offsets_removed: list[tuple[str, str, int]] = []
+            for e in events:
+                kind, gid = e.get("kind"), e.get("group_id")
+                if not gid:
+                    if kind == "Anomaly" and count_events:
+                        self._anomalies += 1
+                    continue
+                if kind == "GroupDeleted":
+                    removed.add(gid)
+                elif kind == "OffsetDeleted":
+                    removed.add(gid)
+                    if e.get("topic") is not None and e.get("partition") is not None:
+                        offsets_removed.append((gid, e["topic"], int(e["partition"])))
+                elif count_events:
+                    self._count_event(kind, gid, e)
+            for gid, topic, partition in offsets_removed:
+                parts = self._partitions.get(gid)
+                if parts is not None and (topic, partition) in parts:
+                    parts = dict(parts)  # copy on write: a view handed to a scrape may hold the old dict
+                    del parts[(topic, partition)]
+                    self._partitions[gid] = parts
+            live = set()
+            for r in groups:
+                gid = r["group_id"]
+                if r.get("deleted"):
+                    self._forget(gid)
+                    continue
+                live.add(gid)
+                self._groups[gid] = r
+                self._counters.setdefault(gid, GroupCounters())
+                if not r.get("partition_count"):
+                    self._partitions.pop(gid, None)
+            for gid, parts in by_group.items():
+                self._partitions[gid] = parts
+            for gid in removed - live:
+                self._forget(gid)
+            if health is not None:
+                self._health = health
+
+    def set_health(self, health: MonitorHealth) -> None:
+        """Replaces the monitor's health (between batches, e.g. the query restart count)."""
+        with self._lock:
+            self._health = health
+
+    @property
+    def health(self) -> MonitorHealth:
+        with self._lock:
+            return self._health
+
+    def view(self) -> StateView:
+        """A consistent copy for one scrape; building families then needs no lock."""
+        with self._lock:
+            return StateView(dict(self._groups), dict(self._partitions), dict(self._counters), self._health,
+                             self._anomalies)
+
+    # ---- internals ------------------------------------------------------------------------------------------
+
+    def _forget(self, gid: str) -> None:
+        self._groups.pop(gid, None)
+        self._partitions.pop(gid, None)
+        self._counters.pop(gid, None)
+
+    def _count_event(self, kind: str | None, gid: str, e: Mapping[str, Any]) -> None:
+        c = self._counters.get(gid, GroupCounters())
+        if kind == "RebalanceStorm":
+            c = replace(c, storms=c.storms + 1)
+        elif kind == "RollingRestart":
+            c = replace(c, rolling_restarts=c.rolling_restarts + 1)
+        elif kind == "Rebalance":
+            moved = e.get("partitions_moved")
+            if moved is not None:
+                c = replace(c, partitions_moved=c.partitions_moved + int(moved), last_partitions_moved=int(moved))
+            causes = e.get("causes") or ()
+            if causes:
+                counts = dict(c.causes)
+                for cause in causes:
+                    counts[str(cause)] = counts.get(str(cause), 0) + 1
+                c = replace(c, causes=tuple(sorted(counts.items())))
+        elif kind == "Anomaly":
+            self._anomalies += 1
+            return
+        else:
+            return
+        self._counters[gid] = c
+
+
+def _group_id(row: Mapping[str, Any]) -> str:
+    gid = row.get("group_id")
+    if not gid:
+        raise ValueError(f"row without group_id: {dict(row)!r}")
+    return str(gid)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The collector
+
+
+def _seconds(value: Any) -> float | None:
+    """A row time as Unix seconds: epoch ms (``tables.group_row``), ``datetime`` (Arrow ``to_pylist``) or None."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.timestamp()
+    if hasattr(value, "timestamp"):  # pandas.Timestamp
+        return float(value.timestamp())
+    return float(value) / 1000.0
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    f = float(value)
+    return None if math.isnan(f) else f
+
+
+def _status(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(Status[str(value)].value)
+    except KeyError:
+        return None
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("groupscope")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+class GroupscopeCollector:
+    """prometheus_client custom collector: fresh families from the state's latest snapshot on every scrape.
+
+    ``clock`` (Unix seconds) is injected so the heartbeat age is testable; the collector holds no other state.
+    """
+
+    def __init__(self, state: MetricsState, *, cluster: str, partition_metrics: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
+        if not cluster:
+            raise ValueError("cluster must be a non-empty label value")
+        self.state = state
+        self.cluster = cluster
+        self.partition_metrics = partition_metrics
+        self.clock = clock
+        self._version = _version()
+
+    def _specs(self) -> list[MetricSpec]:
+        return [s for s in METRICS if s.scope != "partition" or self.partition_metrics]
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples, so registering never runs a full collect."""
+        for spec in self._specs():
+            yield _family(spec)
+
+    def collect(self) -> Iterator[Metric]:
+        view = self.state.view()
+        fam = {s.name: _family(s) for s in self._specs()}
+        self._groups(view, fam)
+        if self.partition_metrics:
+            self._partitions(view, fam)
+        self._monitor(view, fam)
+        yield from fam.values()
+
+    # ---- families ---------------------------------------------------------------------------------------------
+
+    def _groups(self, view: StateView, fam: dict[str, Metric]) -> None:
+        c = self.cluster
+
+        def put(name: str, labels: list[str], value: float | None) -> None:
+            if value is not None:
+                fam[name].add_metric(labels, value)
+
+        for gid, r in sorted(view.groups.items()):
+            g = [c, gid]
+            put("kafka_consumergroup_group_sum_lag", g, _number(r.get("sum_lag")))
+            put("kafka_consumergroup_group_max_lag", g, _number(r.get("max_lag")))
+            put("kafka_consumergroup_group_max_lag_seconds", g, _number(r.get("max_lag_seconds")))
+            for t in r.get("topics") or ():
+                tl = [c, gid, str(t["topic"])]
+                put("kafka_consumergroup_topic_sum_lag", tl, _number(t.get("sum_lag")))
+                put("kafka_consumergroup_topic_max_lag", tl, _number(t.get("max_lag")))
+                put("kafka_consumergroup_topic_max_lag_seconds", tl, _number(t.get("max_lag_seconds")))
+            put("kafka_consumergroup_members", g, _number(r.get("member_count")))
+            put("kafka_consumergroup_partitions", g, _number(r.get("partition_count")))
+            put("kafka_consumergroup_generation", g, _number(r.get("generation")))
+            put("kafka_consumergroup_assignment_epoch", g, _number(r.get("assignment_epoch")))
+            gtype = str(r.get("group_type") or "")
+            if r.get("state"):
+                put("kafka_consumergroup_state", [c, gid, gtype, str(r["state"])], 1.0)
+            put("kafka_consumergroup_info",
+                [c, gid, gtype, str(r.get("protocol_type") or ""), str(r.get("assignor") or ""),
+                 "true" if r.get("is_simple") else "false"], 1.0)
+            put("kafka_consumergroup_status", g, _status(r.get("status")))
+            put("kafka_consumergroup_data_loss_partitions", g, _number(r.get("data_loss_partitions")) or 0.0)
+            put("kafka_consumergroup_last_commit_timestamp_seconds", g, _seconds(r.get("last_commit_time")))
+            put("kafka_consumergroup_last_rebalance_timestamp_seconds", g, _seconds(r.get("last_rebalance_time")))
+            put("kafka_consumergroup_rebalances_total", g, _number(r.get("rebalances")) or 0.0)
+            # Counters start at 0 with the group, so the first storm is an increase rate() can see.
+            k = view.counters.get(gid, GroupCounters())
+            put("kafka_consumergroup_rebalance_storms_total", g, float(k.storms))
+            put("kafka_consumergroup_rolling_restarts_total", g, float(k.rolling_restarts))
+            put("kafka_consumergroup_rebalance_partitions_moved_total", g, float(k.partitions_moved))
+            put("kafka_consumergroup_last_rebalance_partitions_moved", g, _number(k.last_partitions_moved))
+            for cause, n in k.causes:
+                put("kafka_consumergroup_rebalance_causes_total", [c, gid, cause], float(n))
+
+    def _partitions(self, view: StateView, fam: dict[str, Metric]) -> None:
+        c = self.cluster
+        latest: dict[tuple[str, int], float] = {}
+        for gid in sorted(view.groups):
+            r = view.groups[gid]
+            for m in r.get("members") or ():
+                fam["kafka_consumergroup_member_assigned_partitions"].add_metric(
+                    [c, gid, str(m.get("member_id") or ""), str(m.get("client_id") or ""), str(m.get("host") or "")],
+                    float(m.get("partitions") or 0))
+            for (topic, partition), p in sorted(view.partitions.get(gid, {}).items()):
+                labels = [c, gid, topic, str(partition)]
+                for name, value in (("kafka_consumergroup_lag", p.lag),
+                                    ("kafka_consumergroup_lag_seconds", p.lag_seconds),
+                                    ("kafka_consumergroup_current_offset", p.committed_offset),
+                                    ("kafka_consumergroup_partition_status", p.status)):
+                    if value is not None:
+                        fam[name].add_metric(labels, value)
+                end = p.log_end_offset
+                if end is not None and end > latest.get((topic, partition), -1.0):
+                    latest[(topic, partition)] = end
+        for (topic, partition), end in sorted(latest.items()):
+            fam["kafka_partition_latest_offset"].add_metric([c, topic, str(partition)], end)
+
+    def _monitor(self, view: StateView, fam: dict[str, Metric]) -> None:
+        c = [self.cluster]
+        h = view.health
+        fam["groupscope_build_info"].add_metric([self.cluster, self._version], 1.0)
+        for name, value in (("groupscope_records_decoded_total", h.records_decoded),
+                            ("groupscope_decode_errors_total", h.decode_errors),
+                            ("groupscope_unknown_records_total", h.unknown_records),
+                            ("groupscope_model_anomalies_total", view.anomalies),
+                            ("groupscope_batches_total", h.batches),
+                            ("groupscope_query_restarts_total", h.query_restarts),
+                            ("groupscope_batch_duration_seconds", h.last_batch_seconds),
+                            ("groupscope_input_records_per_second", h.input_records_per_second),
+                            ("groupscope_last_batch_timestamp_seconds", h.last_batch_time),
+                            ("groupscope_last_heartbeat_timestamp_seconds", h.heartbeat_time),
+                            ("groupscope_caught_up", 1.0 if h.caught_up else 0.0),
+                            ("groupscope_groups", len(view.groups))):
+            if value is not None:
+                fam[name].add_metric(c, float(value))
+        if h.heartbeat_time is not None:
+            # Clamped: emitter and driver clocks may differ slightly; a negative age means "fresh".
+            fam["groupscope_heartbeat_age_seconds"].add_metric(c, max(0.0, self.clock() - h.heartbeat_time))
+        for p in h.offsets_partitions:
+            if p.behind is not None:
+                fam["groupscope_offsets_topic_behind_records"].add_metric([self.cluster, str(p.partition)],
+                                                                          float(p.behind))
+            if p.unstable is not None:
+                fam["groupscope_offsets_topic_unstable_records"].add_metric([self.cluster, str(p.partition)],
+                                                                            float(p.unstable))
+            if p.last_stable_offset >= 0:
+                fam["groupscope_offsets_topic_last_stable_offset"].add_metric([self.cluster, str(p.partition)],
+                                                                              float(p.last_stable_offset))
+
+
+def _family(spec: MetricSpec) -> Metric:
+    cls = CounterMetricFamily if spec.kind == "counter" else GaugeMetricFamily
+    return cls(spec.family_name, spec.help, labels=list(spec.labels))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The HTTP endpoint
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    """One thread per request, so a slow scrape never blocks ``/ready`` probes."""
+
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes every few seconds would flood stderr; errors still surface as HTTP statuses."""
+
+
+class MetricsServer:
+    """Serves ``/metrics`` (an explicit registry), ``/ready`` (200 once caught up, else 503) and ``/healthz``.
+
+    Constructing binds nothing; :meth:`start` binds (``port=0`` picks a free port, see :attr:`port`) and serves
+    from a daemon thread; :meth:`stop` shuts the loop down and closes the socket.
+    """
+
+    def __init__(self, state: MetricsState, *, cluster: str, host: str = "0.0.0.0", port: int = 9308,
+                 partition_metrics: bool = False, process_metrics: bool = True,
+                 clock: Callable[[], float] = time.time) -> None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0..65535, got {port}")
+        self.state = state
+        self.host = host
+        self._port = port
+        self.registry = CollectorRegistry()
+        self.collector = GroupscopeCollector(state, cluster=cluster, partition_metrics=partition_metrics,
+                                             clock=clock)
+        self.registry.register(self.collector)
+        if process_metrics:
+            from prometheus_client import ProcessCollector
+
+            ProcessCollector(registry=self.registry)  # process_* of the driver (memory, CPU, open files)
+        self._metrics_app = make_wsgi_app(self.registry)
+        self._httpd: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port once started (the ephemeral one for ``port=0``), else the configured one."""
+        return self._httpd.server_address[1] if self._httpd is not None else self._port
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else ("[::1]" if self.host == "::" else self.host)
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> MetricsServer:
+        """Binds and serves in a daemon thread.
+
+        Raises:
+            OSError: the address is in use or cannot be bound.
+            RuntimeError: already started.
+        """
+        if self._httpd is not None:
+            raise RuntimeError("metrics server already started")
+        server_class = _Server6 if ":" in self.host else _Server
+        httpd = make_server(self.host, self._port, self._app, server_class=server_class,
+                            handler_class=_QuietHandler)
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"groupscope-metrics-{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops serving and closes the listening socket; safe to call twice."""
+        httpd, thread = self._httpd, self._thread
+        self._httpd = self._thread = None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> MetricsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- WSGI -------------------------------------------------------------------------------------------------
+
+    def _app(self, environ: dict[str, Any], start_response: Callable) -> list[bytes]:
+        path = environ.get("PATH_INFO") or "/"
+        if path == "/metrics":
+            return self._metrics_app(environ, start_response)
+        if path == "/ready":
+            h = self.state.health
+            if h.caught_up:
+                return _text(start_response, "200 OK", "ready\n")
+            if not h.offsets_partitions:
+                return _text(start_response, "503 Service Unavailable", "not ready: no batch processed yet\n")
+            behind = sum(p.behind or 0 for p in h.offsets_partitions)
+            waiting = [p.partition for p in h.offsets_partitions if not p.caught_up]
+            return _text(start_response, "503 Service Unavailable",
+                         f"not ready: catching up on __consumer_offsets partitions {waiting} "
+                         f"({behind} records behind)\n")
+        if path == "/healthz":
+            return _text(start_response, "200 OK", "ok\n")
+        if path == "/":
+            return _text(start_response, "200 OK", "groupscope: /metrics /ready /healthz\n")
+        return _text(start_response, "404 Not Found", "not found: try /metrics, /ready or /healthz\n")
+
+
+def _text(start_response: Callable, status: str, body: str) -> list[bytes]:
+    data = body.encode()
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data)))])
+    return [data]
