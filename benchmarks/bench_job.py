@@ -31,7 +31,8 @@ from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 from streaming.runner import GroupscopeJob  # noqa: E402
 
 
-def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, topic: str = "bench-events") -> float:
+def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, offsets_partitions: int,
+                 topic: str = "bench-events") -> float:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
                   "queue.buffering.max.messages": 2_000_000, "log_level": 3})
     ts = 1_767_225_600_000
@@ -45,7 +46,7 @@ def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, top
         rec = new_offset_commit(group, topic, part, rnd * 10 + 1, commit_timestamp=ts + i)
         k, v = encode_record(rec)
         if key is None:
-            keys[(g, part)] = key = (k, partition_for(group, 50))
+            keys[(g, part)] = key = (k, partition_for(group, offsets_partitions))
         while True:
             try:
                 p.produce("__consumer_offsets", key=key[0], value=v, partition=key[1], timestamp=ts + i)
@@ -59,8 +60,11 @@ def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, top
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--groups", type=int, default=20)
-    ap.add_argument("--partitions", type=int, default=100)
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=10)
+    ap.add_argument("--offsets-partitions", type=int, default=50,
+                    help="partitions of __consumer_offsets (the mock broker keeps ~10 MB per partition: use more "
+                         "partitions for backlogs above ~4M records)")
     ap.add_argument("--max-per-trigger", type=int, default=2_000_000)
     ap.add_argument("--shuffle-partitions", type=int, default=2)
     ap.add_argument("--no-delta", action="store_true", help="measure without writing Delta tables")
@@ -68,10 +72,10 @@ def main() -> None:
     args = ap.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     with MockCluster(1) as mc, tempfile.TemporaryDirectory() as tmp:
-        mc.create_topic("__consumer_offsets", 50)
+        mc.create_topic("__consumer_offsets", args.offsets_partitions)
         mc.create_topic("groupscope-heartbeat", 1)
         mc.create_topic("bench-events", args.partitions)
-        secs = load_backlog(mc.bootstrap_servers, args.records, args.groups, args.partitions)
+        secs = load_backlog(mc.bootstrap_servers, args.records, args.groups, args.partitions, args.offsets_partitions)
         print(f"backlog: {args.records:,} offset commits ({args.groups} groups x {args.partitions} partitions) "
               f"produced in {secs:.1f} s")
         settings = load_settings(None, {
@@ -113,15 +117,19 @@ def main() -> None:
                     break
         finally:
             t_done = time.perf_counter()
+            job_progress = [p for p in (job.query.recentProgress if job.query else []) if p.get("numInputRows")]
             job.stop()
         work = [r for _, r in batches if sum(h.records for h in r.health)]
         catch_up = t_done - t_started
         print(f"job start (Spark session, Kafka metadata, first heartbeat): {t_started - t0:.1f} s")
         print(f"catch-up: {seen:,} records in {catch_up:.1f} s = {seen / catch_up:,.0f} records/s "
               f"({len(work)} batches with data)")
-        for _, r in work[:3] + work[-2:]:
-            print(f"  batch {r.batch_id}: {sum(h.records for h in r.health):,} records, driver side "
-                  f"{r.seconds:.2f} s, step max {max(h.step_seconds for h in r.health):.2f} s")
+        for r in work[:3] + work[-2:]:
+            print(f"  batch {r.batch_id}: {sum(h.records for h in r.health):,} records; shard steps "
+                  f"{sum(h.step_seconds for h in r.health):.2f} s in total (max {max(h.step_seconds for h in r.health):.2f} s); "
+                  f"driver (Delta, metrics) {r.seconds:.2f} s")
+        for p in job_progress[-3:]:
+            print(f"  spark progress: batch {p.get('batchId')} rows {p.get('numInputRows')} durations {p.get('durationMs')}")
 
 
 if __name__ == "__main__":

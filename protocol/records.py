@@ -243,9 +243,10 @@ class ClassicMemberMetadata(Message):
     supported_protocols: tuple[ClassicProtocol, ...] = wire(K.ARRAY, of=ClassicProtocol)
 
 
-@message(flexible="0+")
 @dataclass(**FROZEN)
-class ConsumerGroupMemberMetadataValue(Message):
+class _ConsumerGroupMemberFields(Message):
+    """The fields type 5 has had since 3.6, in wire order; the layouts differ only in what follows them."""
+
     instance_id: str | None = wire(K.STRING, nullable="0+", default=None)
     rack_id: str | None = wire(K.STRING, nullable="0+", default=None)
     client_id: str = wire(K.STRING)
@@ -254,6 +255,11 @@ class ConsumerGroupMemberMetadataValue(Message):
     subscribed_topic_regex: str | None = wire(K.STRING, nullable="0+", default=None)
     rebalance_timeout_ms: int = wire(K.INT32, default=-1)
     server_assignor: str | None = wire(K.STRING, nullable="0+", default=None)
+
+
+@message(flexible="0+")
+@dataclass(**FROZEN)
+class ConsumerGroupMemberMetadataValue(_ConsumerGroupMemberFields):
     # Kafka writes this tag even when null (presence marker 0): its generator treats the empty struct, not null,
     # as the default. ``None`` = a member using the consumer protocol.
     classic_member_metadata: ClassicMemberMetadata | None = wire(
@@ -273,17 +279,9 @@ class Assignor_3_7(Message):
 
 @message(flexible="0+")
 @dataclass(**FROZEN)
-class ConsumerGroupMemberMetadataValue_3_7(Message):
+class ConsumerGroupMemberMetadataValue_3_7(_ConsumerGroupMemberFields):
     """Type 5 as written by 3.6/3.7: a non-tagged ``Assignors`` array instead of ``ClassicMemberMetadata``."""
 
-    instance_id: str | None = wire(K.STRING, nullable="0+", default=None)
-    rack_id: str | None = wire(K.STRING, nullable="0+", default=None)
-    client_id: str = wire(K.STRING)
-    client_host: str = wire(K.STRING)
-    subscribed_topic_names: tuple[str, ...] = wire(K.ARRAY, of=K.STRING)
-    subscribed_topic_regex: str | None = wire(K.STRING, nullable="0+", default=None)
-    rebalance_timeout_ms: int = wire(K.INT32, default=-1)
-    server_assignor: str | None = wire(K.STRING, nullable="0+", default=None)
     assignors: tuple[Assignor_3_7, ...] = wire(K.ARRAY, of=Assignor_3_7)
 
 

@@ -46,9 +46,10 @@ def describe(segments: str, until: str | None, end_offsets: str | None, as_json:
 
 def _register() -> None:
     from .run_command import heartbeat, run, status
+    from .demo_command import demo
     from .simulate_command import simulate
 
-    for command in (run, heartbeat, status, simulate):
+    for command in (demo, run, heartbeat, status, simulate):
         cli.add_command(command)
 
 

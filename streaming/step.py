@@ -33,23 +33,13 @@ from .heartbeat_format import HeartbeatError, decode_heartbeat
 from .model import events as ev
 from .model.lag import EndOffsetSample
 from .model.shard import GroupCoordinatorShard, ModelConfig
-from .tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, event_row, group_row, partition_rows
+from .tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, SOURCE, TS, event_row, group_row, partition_rows
 
 __all__ = ["StepConfig", "StepHealth", "ShardStep", "SOURCE_SCHEMA"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
-# What the Kafka source delivers (the columns of Spark's own Kafka source that groupscope uses).
-SOURCE_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("ms", tz="UTC")),
-    ]
-)
+SOURCE_SCHEMA = SOURCE  # the rows a step takes: what the Kafka source delivers
 _STATE_MAGIC = b"GSS1"
 
 
@@ -118,7 +108,9 @@ class ShardStep:
         """Applies one batch of source rows (``SOURCE_SCHEMA``) of this shard; returns output tables and health."""
         started = time.perf_counter()
         wall = int(time.time() * 1000) if wall_ms is None else wall_ms
-        out: dict[str, list[pa.Table] | list[dict[str, Any]]] = {}
+        # Times inside the model are epoch milliseconds, whatever the source's timestamp unit.
+        ts_index = rows.schema.get_field_index("timestamp")
+        rows = rows.set_column(ts_index, "timestamp", pc.cast(rows.column("timestamp"), TS, safe=False))
         topics = rows.column("topic")
         is_hb = pc.equal(topics, self.config.heartbeat_topic).fill_null(False)
         records = rows.filter(pc.and_(pc.invert(is_hb), pc.equal(rows.column("partition"), self.shard)))

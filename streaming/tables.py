@@ -17,6 +17,7 @@ import pyarrow as pa
 from .model import events as ev
 
 __all__ = [
+    "SOURCE",
     "COMMITS",
     "GROUP_EVENTS",
     "LAG",
@@ -31,6 +32,19 @@ __all__ = [
 ]
 
 TS = pa.timestamp("ms", tz="UTC")
+
+# What the Kafka source delivers: the columns of Spark's own Kafka source that groupscope uses. Timestamps are
+# microseconds, Spark's TimestampType.
+SOURCE = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 COMMITS = pa.schema(
     [
@@ -181,11 +195,18 @@ def _date(ms: int | None):
 
     if ms is None or ms < 0:
         return None
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).date()
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).date()
+    except (ValueError, OverflowError, OSError):
+        return None  # a producer's absurd timestamp must not stop the stream
+
+
+# Arrow's millisecond timestamps cover years 1 to 9999; anything outside is a broken clock, kept as null.
+_MAX_MS = 253_402_300_799_999
 
 
 def _ms(value: int | None) -> int | None:
-    return None if value is None or value < 0 else value
+    return None if value is None or value < 0 or value > _MAX_MS else value
 
 
 def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: bool = False) -> dict[str, Any]:

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 def shared_dir() -> Path:
     env = os.environ.get("GROUPSCOPE_SHARED")
     path = Path(env) if env else REPO.parent / "shared"
-    if not (path / "conformance").is_dir():
+    if not (path / "conformance" / "kafka-4.0").is_dir():
         pytest.fail(f"shared conformance data not found at {path} (set GROUPSCOPE_SHARED)")
     return path
 

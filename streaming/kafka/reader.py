@@ -15,20 +15,12 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicPartition
 
+from ..tables import SOURCE
 from .client import consumer_config
 
 __all__ = ["OffsetRange", "read_ranges", "RANGE_SCHEMA", "ReadTimeout"]
 
-RANGE_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),  # Spark's TimestampType is microseconds
-    ]
-)
+RANGE_SCHEMA = SOURCE
 
 
 class ReadTimeout(RuntimeError):
@@ -51,7 +43,7 @@ def _batch(keys, values, topics, partitions, offsets, timestamps) -> pa.RecordBa
     return pa.RecordBatch.from_arrays(
         [pa.array(keys, pa.binary()), pa.array(values, pa.binary()), pa.array(topics, pa.string()),
          pa.array(partitions, pa.int32()), pa.array(offsets, pa.int64()),
-         pa.array(timestamps, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC"))],
+         pa.array([t * 1000 for t in timestamps], pa.int64()).cast(SOURCE.field("timestamp").type)],
         schema=RANGE_SCHEMA,
     )
 

@@ -11,24 +11,15 @@
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
 from protocol.codec import decode_record
 from streaming.model.shard import CoordinatorModel, ModelConfig
+from tests.conftest import shared_dir
 
 MODES = ("raw", "read_committed")
-
-
-def shared_dir() -> Path:
-    env = os.environ.get("GROUPSCOPE_SHARED")
-    path = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
-    if not (path / "conformance" / "kafka-4.0").is_dir():
-        pytest.fail(f"shared conformance data not found at {path} (set GROUPSCOPE_SHARED)")
-    return path
 
 
 def scenario_names() -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 
 from protocol import builders as b
 from protocol.codec import decode_record, encode_record
-from protocol.records import MemberState, RecordType, UnknownRecord
+from protocol.records import RecordType, UnknownRecord
 from protocol._wire import Uuid
 from streaming.model import events as ev
 from streaming.model.describe import describe, render_text

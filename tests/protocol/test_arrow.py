@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import CodecError, CoordinatorRecord, UnknownRecord, decode_record, encode_record
+from protocol import CodecError, UnknownRecord, decode_record, encode_record
 from protocol.arrow import DECODED_SCHEMA, decode_arrow
 from protocol.builders import new_offset_commit, new_offset_commit_tombstone
 

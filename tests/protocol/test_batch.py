@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import struct
 import zlib
-from pathlib import Path
 
 import cramjam
 import pytest
+
+from tests.conftest import shared_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,15 +70,6 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-
-
-def shared_dir() -> Path:
-    """The shared data folder: ``GROUPSCOPE_SHARED`` or ``shared`` beside the repository. Missing data fails."""
-    env = os.environ.get("GROUPSCOPE_SHARED")
-    path = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
-    if not (path / "conformance" / "kafka-4.0").is_dir():
-        pytest.fail(f"shared conformance data not found at {path} (set GROUPSCOPE_SHARED)")
-    return path
 
 
 def reframe_v2(

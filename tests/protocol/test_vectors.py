@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from protocol import (
-    CoordinatorRecord,
     RecordType,
     Uuid,
     decode_assignment,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-import pyarrow.compute as pc
 import pytest
 
 from protocol.codec import decode_record

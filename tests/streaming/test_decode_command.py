@@ -4,21 +4,12 @@ print, for every record and marker, exactly what Kafka's ``kafka-dump-log.sh --o
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import REPO, run_cli
 from tests.protocol.conformance import dumplog_reference, rebuild_segments, scenarios
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "streaming.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture(scope="module")

@@ -4,22 +4,14 @@ validated replay (tests/model/test_conformance.py checks that replay against Kaf
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from streaming.model.describe import describe
 from tests.model.replay import replay, truth
+from tests.cli_helpers import run_cli
 from tests.protocol.conformance import rebuild_segments, scenarios
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "streaming.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
 
 
 @pytest.fixture(scope="module")
