@@ -81,7 +81,7 @@ def run_demo(options: DemoOptions, echo=print) -> int:
     try:
         cluster.create_topic("__consumer_offsets", options.offsets_partitions)
         cluster.create_topic("groupscope-heartbeat", 1)
-        sim = Simulation(scenarios, seed=options.seed, offsets_partitions=options.offsets_partitions)
+        sim = Simulation(list(options.scenarios), seed=options.seed, offsets_partitions=options.offsets_partitions)
         sink = KafkaSink(cluster.bootstrap_servers, create_topic=cluster.create_topic)
         runner = SimulationRunner(sim, sink, speed=options.speed).start()
         settings = load_settings(None, {
@@ -91,7 +91,8 @@ def run_demo(options: DemoOptions, echo=print) -> int:
             "delta": {"path": str(root / "delta")},
             "metrics": {"host": "127.0.0.1", "port": options.metrics_port},
             "heartbeat": {"interval_seconds": 2.0},
-            "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0},
+            # Short thresholds so a few minutes of demo show STOP and STALL, not only OK.
+            "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 30.0},
         })
         job = GroupscopeJob(settings, install_signal_handlers=False)
         job.start()
@@ -127,7 +128,7 @@ def _show(job, runner, sim, options: DemoOptions, deadline, started: float, echo
     def frame():
         rows = _group_rows(job.metrics.state.view())
         return Group(Text(_progress_line(job, started, sim), style="bold cyan"),
-                     status_table(rows, title=f"consumer groups ({len(rows)})"))
+                     status_table(rows, title=f"consumer groups ({len(rows)})", rebalances_header="REBALANCES"))
 
     def done() -> bool:
         return deadline is not None and time.monotonic() >= deadline

@@ -34,6 +34,6 @@ def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live) -> 
                           directory=directory, metrics_port=metrics_port, live=not no_live)
     try:
         sys.exit(run_demo(options, echo=lambda text: click.echo(text, err=True)))
-    except OSError as exc:
-        click.echo(f"groupscope demo: {exc}", err=True)
+    except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
+        click.echo(f"groupscope demo: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)

@@ -37,12 +37,12 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
     return rows
 
 
-def status_table(rows: Iterable[dict[str, Any]], title: str | None = None):
+def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebalances_header: str = "REBALANCES 1H"):
     from rich.table import Table
 
     table = Table(title=title, header_style="bold")
     for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
-                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), ("REBALANCES 1H", "right")):
+                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right")):
         table.add_column(name, justify=justify)
     for r in rows:
         secs = r["lag_seconds"]

@@ -21,6 +21,7 @@ from typing import Iterable
 __all__ = ["MockCluster", "MockClusterError"]
 
 _RD_KAFKA_PRODUCER = 0
+_TOPIC_ALREADY_EXISTS = 36  # Kafka error code
 
 
 class MockClusterError(RuntimeError):
@@ -94,6 +95,8 @@ class MockCluster:
 
     def create_topic(self, name: str, partitions: int, replication_factor: int = 1) -> None:
         err = self._lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions, replication_factor)
+        if err == _TOPIC_ALREADY_EXISTS:
+            return  # idempotent: several components may ensure the same topic
         if err:
             raise MockClusterError(f"cannot create topic {name}: {self._lib.rd_kafka_err2str(err).decode()}")
 

@@ -60,6 +60,7 @@ class KafkaSink:
         self._txn: dict[int, Producer] = {}
         self._open_txn: set[int] = set()
         self._produced: dict[tuple[str, int], int] = {}
+        self._partitions: dict[str, int] = {}
         self.records = 0
         self.messages = 0
 
@@ -71,6 +72,7 @@ class KafkaSink:
 
     def open(self, topics: Mapping[str, int], offsets_partitions: int) -> dict[tuple[str, int], int]:
         wanted = {self.offsets_topic: offsets_partitions, **topics}
+        self._partitions = dict(wanted)  # what the broker has: messages go only to partitions that exist
         if self.create_topic is not None:
             for name, n in wanted.items():
                 self.create_topic(name, n)
@@ -166,6 +168,8 @@ class KafkaSink:
         if not self.produce_messages or self._producer is None:
             return
         for (topic, p), end in ends.items():
+            if p >= self._partitions.get(topic, p + 1):
+                continue  # a partition the broker could not add (mock cluster): its end stays simulated only
             done = self._produced.get((topic, p), 0)
             n = min(end - done, self.max_messages_per_tick)
             for _ in range(max(0, n)):
@@ -185,6 +189,7 @@ class KafkaSink:
         try:
             for f in AdminClient(self._conf()).create_partitions([NewPartitions(topic, total)]).values():
                 f.result(15)
+            self._partitions[topic] = total
         except Exception:  # noqa: BLE001 - best effort, documented above
             pass
 
