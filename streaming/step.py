@@ -139,7 +139,11 @@ class ShardStep:
         lag_due = self.meta.last_lag_ms < 0 or now - self.meta.last_lag_ms >= self.config.lag_interval_ms
         if full:
             snapshots = list(self.model.snapshot(now, caught_up).groups)
-            self.meta.last_full_ms = now
+            # Shards re-evaluate all their groups at staggered times (a fixed phase per shard), so one batch never
+            # carries every shard's full refresh at once.
+            interval = self.config.snapshot_interval_ms
+            phase = (self.shard * 7919) % interval if interval > 0 else 0
+            self.meta.last_full_ms = now - (now + phase) % interval if interval > 0 else now
         else:
             snapshots = self.model.snapshot_groups(touched | deleted, now, caught_up)
         events.extend(self.model.drain_events())  # status changes found while snapshotting
