@@ -8,24 +8,13 @@ import json
 import pytest
 
 from tests.cli_helpers import REPO, run_cli
-from tests.protocol.conformance import dumplog_reference, rebuild_segments, scenarios
+from tests.protocol.conformance import dumplog_reference
 
 
-
-@pytest.fixture(scope="module")
-def log_dirs(shared, tmp_path_factory):
-    out = {}
-    for scenario in scenarios(shared):
-        directory = tmp_path_factory.mktemp(scenario.name)
-        rebuild_segments(shared, scenario.name, directory)
-        out[scenario.name] = directory
-    return out
-
-
-def test_kafka_format_matches_dump_log_for_every_record(shared, log_dirs):
+def test_kafka_format_matches_dump_log_for_every_record(shared, segment_dirs):
     reference = dumplog_reference(shared)
     seen = set()
-    for scenario, directory in log_dirs.items():
+    for scenario, directory in segment_dirs.items():
         result = run_cli("decode", "--format", "kafka", str(directory))
         assert result.returncode == 0, result.stderr
         assert result.stderr == ""
@@ -42,8 +31,8 @@ def test_kafka_format_matches_dump_log_for_every_record(shared, log_dirs):
     assert seen == set(reference), "every record of Kafka's dump must be printed exactly once"
 
 
-def test_groupscope_format_is_complete_and_typed(log_dirs):
-    result = run_cli("decode", str(log_dirs["d_transactions"]))
+def test_groupscope_format_is_complete_and_typed(segment_dirs):
+    result = run_cli("decode", str(segment_dirs["d_transactions"]))
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     markers = [r for r in rows if "control" in r]
@@ -54,8 +43,8 @@ def test_groupscope_format_is_complete_and_typed(log_dirs):
     assert any(r.get("transactional") for r in commits)
 
 
-def test_corrupt_batch_is_reported_and_decoding_continues(log_dirs, tmp_path):
-    source = next((log_dirs["a_classic"]).glob("__consumer_offsets-*/*.log"))
+def test_corrupt_batch_is_reported_and_decoding_continues(segment_dirs, tmp_path):
+    source = next((segment_dirs["a_classic"]).glob("__consumer_offsets-*/*.log"))
     data = bytearray(source.read_bytes())
     data[70] ^= 0xFF  # inside the first batch's records: its CRC no longer matches
     target = tmp_path / source.parent.name / source.name
@@ -77,8 +66,8 @@ def test_corrupt_batch_is_reported_and_decoding_continues(log_dirs, tmp_path):
     assert "offset 0: invalid UTF-8" in forced.stderr
 
 
-def test_missing_path_is_one_line_and_others_still_decode(log_dirs):
-    result = run_cli("decode", "/no/such/dir", str(log_dirs["d_transactions"]))
+def test_missing_path_is_one_line_and_others_still_decode(segment_dirs):
+    result = run_cli("decode", "/no/such/dir", str(segment_dirs["d_transactions"]))
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines()[0] == "groupscope decode: /no/such/dir: no such file or directory"

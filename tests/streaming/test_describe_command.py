@@ -10,18 +10,6 @@ import pytest
 from streaming.model.describe import describe
 from tests.model.replay import replay, truth
 from tests.cli_helpers import run_cli
-from tests.protocol.conformance import rebuild_segments, scenarios
-
-
-
-@pytest.fixture(scope="module")
-def segment_dirs(shared, tmp_path_factory):
-    out = {}
-    for scenario in scenarios(shared):
-        directory = tmp_path_factory.mktemp(scenario.name)
-        rebuild_segments(shared, scenario.name, directory)
-        out[scenario.name] = directory
-    return out
 
 
 @pytest.mark.parametrize("scenario", ["a_classic", "c_consumer_protocol", "d_transactions"])
