@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.cli_helpers import REPO, run_cli
 from tests.protocol.conformance import dumplog_reference
