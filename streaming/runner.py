@@ -76,7 +76,7 @@ class GroupscopeJob:
             self._started.append(("metrics", self.metrics.stop))
             metrics_callback = self.metrics.apply
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
-            if s.delta.enabled else None
+            if s.delta.enabled and s.delta.writer == "deltalake" else None
         self.sink = BatchSink(delta=delta, metrics=metrics_callback, on_batch=self._after_batch)
 
         access = KafkaAccess(s.kafka)
@@ -111,6 +111,13 @@ class GroupscopeJob:
         self.spark = build_session(master=sp.master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
                                    driver_memory=sp.driver_memory, conf=sp.conf)
         self._started.append(("spark", self.spark.stop))
+        if s.delta.enabled and s.delta.writer == "delta-spark":
+            from .sinks.delta_spark import DeltaSparkSink, delta_spark_available
+
+            if not delta_spark_available(self.spark):
+                raise RuntimeError("delta.writer is delta-spark but Delta's jars are not on Spark's classpath "
+                                   "(add io.delta:delta-spark to spark.jars.packages, or use delta.writer: deltalake)")
+            self.sink.delta = DeltaSparkSink(self.spark, s.delta.path, app_id=f"groupscope-{s.cluster}")
         self._start_query()
         if self.install_signal_handlers and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
