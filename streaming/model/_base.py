@@ -8,7 +8,7 @@ from protocol.records import TopicIdPartitions
 
 from .states import GroupType
 
-__all__ = ["GroupBase", "resolve", "TP"]
+__all__ = ["GroupBase", "resolve", "TP", "member_metadata"]
 
 TP = tuple[str, int]
 
@@ -43,3 +43,45 @@ class GroupBase:
     @property
     def state_name(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
+
+
+def member_metadata(group, member_id: str, value, offset: int, timestamp: int, out: list, new_member,
+                     instance_id: str | None):
+    """The member-metadata record rules shared by the modern group types (share type 10, streams type 19).
+
+    A tombstone removes the member (after its current-assignment tombstone, and only once it is out of the
+    target assignment) and returns None; a value creates the member if needed and returns it, for the caller to
+    copy its type-specific fields.
+
+    Raises:
+        InvalidTransition: a member tombstone before its current-assignment tombstone.
+        InconsistentRecord: a member removed while still in the target assignment.
+    """
+    from . import events as ev
+    from .states import MODERN_MEMBER, InconsistentRecord, MemberTrigger, apply
+
+    members = group.members
+    m = members.get(member_id)
+    if value is None:
+        if m is None:
+            return None
+        apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA_TOMBSTONE)
+        if member_id in group.target:
+            kind = group.group_type.name.lower()
+            raise InconsistentRecord(f"{kind} group {group.group_id}: member {member_id} still in the target")
+        del members[member_id]
+        out.append(ev.MemberLeft(group.group_id, offset, timestamp, member_id, m.client_id, m_instance(m)))
+        return None
+    if m is None:
+        m = members[member_id] = new_member(member_id)
+        out.append(ev.MemberJoined(group.group_id, offset, timestamp, member_id, value.client_id,
+                                   value.client_host, instance_id))
+    m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+    return m
+
+
+
+
+def m_instance(member) -> str | None:
+    """A member's static instance id, for the model's member types that have one."""
+    return getattr(member, "instance_id", None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import events as ev
-from ._base import id_assignment
+from ._base import id_assignment, member_metadata
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, ShareGroupState, \
     apply, derive_share_group_state
 
@@ -83,21 +83,8 @@ class ShareGroup:
             InvalidTransition: a member tombstone before its current-assignment tombstone.
             InconsistentRecord: a member removed while still in the target assignment.
         """
-        m = self.members.get(member_id)
-        if value is None:
-            if m is None:
-                return
-            apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA_TOMBSTONE)
-            if member_id in self.target:
-                raise InconsistentRecord(f"share group {self.group_id}: member {member_id} still in the target")
-            del self.members[member_id]
-            out.append(ev.MemberLeft(self.group_id, offset, timestamp, member_id, m.client_id, None))
-        else:
-            if m is None:
-                m = self.members[member_id] = ShareMember(member_id)
-                out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, value.client_id,
-                                           value.client_host, None))
-            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+        m = member_metadata(self, member_id, value, offset, timestamp, out, ShareMember, None)
+        if m is not None:
             m.rack_id, m.client_id, m.host = value.rack_id, value.client_id, value.client_host
             m.topics = tuple(value.subscribed_topic_names)
         self.update_state(offset, timestamp, out)

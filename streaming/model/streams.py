@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from protocol.records import StreamsMemberState
 
 from . import events as ev
+from ._base import member_metadata
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, StreamsGroupState, \
     apply, derive_streams_group_state
 
@@ -97,21 +98,9 @@ class StreamsGroup:
             InvalidTransition: a member tombstone before its current-assignment tombstone.
             InconsistentRecord: a member removed while still in the target assignment.
         """
-        m = self.members.get(member_id)
-        if value is None:
-            if m is None:
-                return
-            apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA_TOMBSTONE)
-            if member_id in self.target:
-                raise InconsistentRecord(f"streams group {self.group_id}: member {member_id} still in the target")
-            del self.members[member_id]
-            out.append(ev.MemberLeft(self.group_id, offset, timestamp, member_id, m.client_id, m.instance_id))
-        else:
-            if m is None:
-                m = self.members[member_id] = StreamsMember(member_id)
-                out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, value.client_id,
-                                           value.client_host, value.instance_id))
-            m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+        m = member_metadata(self, member_id, value, offset, timestamp, out, StreamsMember,
+                                  None if value is None else value.instance_id)
+        if m is not None:
             m.instance_id, m.rack_id, m.client_id, m.host = (value.instance_id, value.rack_id, value.client_id,
                                                               value.client_host)
             m.process_id, m.topology_epoch = value.process_id, value.topology_epoch
