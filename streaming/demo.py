@@ -76,7 +76,7 @@ def run_demo(options: DemoOptions, echo=print) -> int:
     echo(f"groupscope demo: starting an embedded Kafka-protocol broker, {len(scenarios)} simulated scenario(s) and "
          f"the streaming job (Delta tables in {root / 'delta'})")
     cluster = MockCluster(1)
-    runner = job = None
+    runner = job = sink = None
     job_thread = None
     try:
         cluster.create_topic("__consumer_offsets", options.offsets_partitions)
@@ -112,6 +112,8 @@ def run_demo(options: DemoOptions, echo=print) -> int:
             if job_thread is not None:
                 job_thread.join(60)
             job.stop()
+        if sink is not None:
+            sink.close()
         cluster.close()
     echo(f"groupscope demo: stopped. Delta tables: {root / 'delta'} (commits, group_events, lag, groups, quarantine)")
     echo(f"groupscope demo: see them again with: groupscope status --delta-path {root / 'delta'}")

@@ -79,6 +79,7 @@ class _Meta:
     offsets_hw: int = -1
     offsets_lso: int = -1
     last_offset: int = -1  # last __consumer_offsets offset consumed, applied or quarantined
+    previous_lso: int = -1  # the LSO (or HWM) the heartbeat before the newest one carried
 
 
 class ShardStep:
@@ -99,7 +100,8 @@ class ShardStep:
 
     def state(self) -> bytes:
         m = self.meta
-        payload = ((m.last_full_ms, m.last_lag_ms, m.offsets_hw, m.offsets_lso, m.last_offset), self.model.to_bytes())
+        payload = ((m.last_full_ms, m.last_lag_ms, m.offsets_hw, m.offsets_lso, m.last_offset, m.previous_lso),
+                   self.model.to_bytes())
         return _STATE_MAGIC + zlib.compress(pickle.dumps(payload, protocol=5), 1)
 
     # ------------------------------------------------------------------------------------------------------------
@@ -180,12 +182,23 @@ class ShardStep:
     # ------------------------------------------------------------------------------------------------------------
 
     def _caught_up(self) -> bool:
-        """Caught up when the last applied offset reached this partition's last stable offset as of the newest
-        heartbeat (a read_committed reader cannot pass the LSO). Without a heartbeat nothing is known: not yet."""
-        lso = self.meta.offsets_lso if self.meta.offsets_lso >= 0 else self.meta.offsets_hw
+        """Caught up when the last applied offset reached this partition's last stable offset (a read_committed
+        reader cannot pass the LSO) as of the heartbeat before the newest one; with a single heartbeat so far, as of
+        that one. Without a heartbeat nothing is known: not yet.
+
+        Why not the newest: the heartbeat emitter and the source's batch planning run independently, so a batch can
+        carry a heartbeat whose LSO was read after the batch's offset range was planned. Against the newest LSO a
+        job that is live on a busy cluster would look behind every few batches, and every status and alert gated on
+        being caught up would flap. Against the previous one, caught up means "everything written up to one
+        heartbeat interval ago is applied", which replaying history never is.
+        """
+        m = self.meta
+        lso = m.offsets_lso if m.offsets_lso >= 0 else m.offsets_hw
         if lso < 0:
             return False
-        return self.meta.last_offset + 1 + self.config.caught_up_slack >= lso
+        if m.previous_lso >= 0:
+            lso = min(lso, m.previous_lso)
+        return m.last_offset + 1 + self.config.caught_up_slack >= lso
 
     def _apply_heartbeats(self, heartbeats: pa.Table) -> tuple[int, int]:
         if not heartbeats.num_rows:
@@ -205,7 +218,10 @@ class ShardStep:
             for topic, partition, hw, lso, lw in hb.ends:
                 if topic == offsets_topic:
                     if partition == self.shard:
-                        self.meta.offsets_hw, self.meta.offsets_lso = hw, lso
+                        m = self.meta
+                        if m.offsets_hw >= 0 or m.offsets_lso >= 0:
+                            m.previous_lso = m.offsets_lso if m.offsets_lso >= 0 else m.offsets_hw
+                        m.offsets_hw, m.offsets_lso = hw, lso
                     continue
                 samples[(topic, partition)] = EndOffsetSample(hw, lso, lw, hb.timestamp_ms)
             self.model.apply_heartbeat(hb.timestamp_ms, samples)

@@ -173,7 +173,8 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("groupscope_heartbeat_age_seconds", "gauge", "monitor", ("cluster",),
        "Seconds since the newest applied heartbeat: how stale every lag and status is."),
     _m("groupscope_caught_up", "gauge", "monitor", ("cluster",),
-       "1 when every __consumer_offsets partition has been read up to its last stable offset (ready), else 0."),
+       "1 when every __consumer_offsets partition has been read up to the last stable offset it had one heartbeat "
+       "ago (ready: live, not replaying history), else 0."),
     _m("groupscope_offsets_topic_behind_records", "gauge", "monitor", ("cluster", "partition"),
        "Records of a __consumer_offsets partition not yet read (up to its last stable offset)."),
     _m("groupscope_offsets_topic_unstable_records", "gauge", "monitor", ("cluster", "partition"),

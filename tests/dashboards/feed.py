@@ -4,7 +4,8 @@
 Kafka, from the real Kafka 4.0 captures replayed through the model (``tests.sinks.replay_rows``) plus synthetic
 monitor health, served by the real :class:`MetricsServer`. When the ``groupscope run`` job and the simulator are
 ready, a source that starts them (the simulator's storm and rolling-restart scenarios supply the events) replaces
-this one in the test's ``metrics_source`` fixture and nothing else changes.
+this one in the test's ``metrics_source`` fixture and nothing else changes: ``tests.dashboards.live_job`` is that
+source, and the live test runs against both.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class MetricsSource(Protocol):
     cluster: str
     # Alerts that must be firing once filled, as {alertname: {group, ...}} (empty: not checked).
     expected_alerts: dict[str, set[str]]
+    # A group consuming exactly these two topics, for the topic variable.
+    two_topic_group: str
+    two_topics: list[str]
 
     def fill(self, prometheus: PrometheusProcess) -> None:
         """Makes the endpoint produce everything the dashboards show (events included: storms, rolling restarts,
@@ -53,6 +57,7 @@ class ReplayedMetrics:
     """The real sink and endpoint, fed with the conformance captures replayed through the model."""
 
     cluster = "conformance"
+    two_topic_group, two_topics = "sa-range", ["sa-orders", "sa-payments"]
 
     def __init__(self) -> None:
         self.state = MetricsState()

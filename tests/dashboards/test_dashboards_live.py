@@ -1,7 +1,9 @@
 """Every dashboard query against a real Prometheus scraping a real groupscope metrics endpoint.
 
 Debian's ``prometheus`` runs on 127.0.0.1 with a temporary config and data directory, scrapes the endpoint of
-``metrics_source`` every second and evaluates the alert rules. Then every panel's query and every variable query
+``metrics_source`` every second and evaluates the alert rules. Two sources: the running ``groupscope run`` job fed
+by the workload simulator through a real Kafka-protocol broker (``live_job``), and the real Kafka 4.0 captures
+replayed into the real endpoint (``feed``). Then every panel's query and every variable query
 of both dashboards, with template variables substituted as Grafana would, goes through ``/api/v1/query`` and must
 succeed and return data; legend templates must name labels the results carry; every alert rule must evaluate
 without error on the real series.
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.dashboards.feed import MetricsSource, ReplayedMetrics
+from tests.dashboards.live_job import LiveJobMetrics
 from tests.dashboards.grafana import (
     REPO,
     annotations,
@@ -32,12 +35,16 @@ from tests.dashboards.grafana import (
 from tests.dashboards.promtools import PrometheusProcess
 
 
-@pytest.fixture(scope="module")
-def metrics_source() -> Iterator[MetricsSource]:
-    """The groupscope endpoint under test. Swap for the live job fed by the simulator when it exists."""
-    source = ReplayedMetrics().start()
+SOURCES = {"live-job": LiveJobMetrics, "replayed-captures": ReplayedMetrics}
+
+
+@pytest.fixture(scope="module", params=list(SOURCES))
+def metrics_source(request) -> Iterator[MetricsSource]:
+    """The groupscope endpoint under test: the running job fed by the simulator, then the real Kafka 4.0 captures
+    replayed into the real endpoint (real groups' data, including retention overtaking committed offsets)."""
+    source = SOURCES[request.param]()
     try:
-        yield source
+        yield source.start()
     finally:
         source.stop()
 
@@ -123,14 +130,15 @@ def test_group_drill_down_queries_return_data(prometheus, metrics_source):
 def test_topic_variable_narrows_the_drill_down(prometheus, metrics_source):
     model = dashboards()["groupscope-group.json"]
     alls = {n: v.get("allValue", "") for n, v in variables(model).items()}
-    values = _resolve(prometheus, model, {"cluster": metrics_source.cluster, "group": "sa-range"})
+    values = _resolve(prometheus, model, {"cluster": metrics_source.cluster, "group": metrics_source.two_topic_group})
     topics = _label_values(prometheus, variables(model)["topic"]["query"], values, alls)
-    assert topics == ["sa-orders", "sa-payments"]
+    first, second = metrics_source.two_topics
+    assert topics == [first, second]
     expr = next(t.expr for t in targets("groupscope-group.json", model) if t.panel_title == "Offset lag per partition")
-    only = prometheus.query(interpolate(expr, dict(values, topic=["sa-orders"]), alls))
-    both = prometheus.query(interpolate(expr, dict(values, topic=["sa-orders", "sa-payments"]), alls))
-    assert only and {s["metric"]["topic"] for s in only} == {"sa-orders"}
-    assert {s["metric"]["topic"] for s in both} == {"sa-orders", "sa-payments"}
+    only = prometheus.query(interpolate(expr, dict(values, topic=[first]), alls))
+    both = prometheus.query(interpolate(expr, dict(values, topic=[first, second]), alls))
+    assert only and {s["metric"]["topic"] for s in only} == {first}
+    assert {s["metric"]["topic"] for s in both} == {first, second}
 
 
 def test_alert_rules_evaluate_on_real_series(prometheus, metrics_source):
