@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -141,3 +145,34 @@ def test_dockerfile(raw):
     assert ("EXPOSE", "9308") in instructions
     assert any(op == "USER" for op, _ in instructions), "run unprivileged"
     assert "openjdk-17-jre-headless" in " ".join(arg for op, arg in instructions if op == "RUN")
+
+
+def test_image_installs_from_what_it_copies(tmp_path: Path):
+    """``pip install .`` in the image sees only the files COPYed before it: build the wheel from exactly those and
+    check it carries both packages and the ``groupscope`` command the compose services run."""
+    instructions = _instructions()
+    install = next(i for i, (op, arg) in enumerate(instructions) if op == "RUN" and "pip install ." in arg)
+    context = tmp_path / "context"
+    context.mkdir()
+    for op, arg in instructions[:install]:
+        if op != "COPY":
+            continue
+        *sources, dest = shlex.split(arg)
+        for source in sources:
+            into_dir = dest.endswith("/") or dest == "." or len(sources) > 1
+            target = context / dest / Path(source).name if into_dir else context / dest
+            if (REPO / source).is_dir():
+                shutil.copytree(REPO / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(REPO / source, target)
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
+                          str(context)], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (wheel,) = (tmp_path / "dist").glob("groupscope-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in ("protocol/codec.py", "streaming/cli.py", "streaming/spark/job.py", "streaming/kafka/mock_cluster.py",
+                   "streaming/simulator/real_consumers.py", "streaming/sinks/prometheus.py"):
+        assert module in names, f"{module} missing from the image's install"
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "groupscope = streaming.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
