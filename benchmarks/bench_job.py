@@ -92,7 +92,7 @@ def main() -> None:
         def on_batch(r):
             batches.append((time.perf_counter(), r))
             if args.verbose:
-                print(f"  batch {r.batch_id}: {sum(h.records for h in r.health):,} records, "
+                print(f"  {time.perf_counter() - t0:6.1f} s batch {r.batch_id}: {sum(h.records for h in r.health):,} records, "
                       f"{sum(h.caught_up for h in r.health)}/{len(r.health)} shards caught up, "
                       f"driver {r.seconds:.2f} s", flush=True)
 
@@ -117,7 +117,7 @@ def main() -> None:
                     break
         finally:
             t_done = time.perf_counter()
-            job_progress = [p for p in (job.query.recentProgress if job.query else []) if p.get("numInputRows")]
+            job_progress = [p for p in (job.query.recentProgress if job.query else []) if p.numInputRows]
             job.stop()
         work = [r for _, r in batches if sum(h.records for h in r.health)]
         catch_up = t_done - t_started
@@ -129,7 +129,7 @@ def main() -> None:
                   f"{sum(h.step_seconds for h in r.health):.2f} s in total (max {max(h.step_seconds for h in r.health):.2f} s); "
                   f"driver (Delta, metrics) {r.seconds:.2f} s")
         for p in job_progress[-3:]:
-            print(f"  spark progress: batch {p.get('batchId')} rows {p.get('numInputRows')} durations {p.get('durationMs')}")
+            print(f"  spark progress: batch {p.batchId} rows {p.numInputRows} durations {p.durationMs}")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,14 @@ __all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_
 log = logging.getLogger("groupscope.batch")
 
 
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
 def encode_table(table: pa.Table) -> bytes:
+    """Arrow IPC stream, LZ4-compressed: these payloads cross Spark (shuffle, collect) as opaque bytes, and
+    commits compress several times over (repeated group and topic names), so fewer bytes travel."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 

@@ -67,14 +67,18 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
                   .option("startingOffsets", src.starting_offsets)
                   .option("readTasks", str(src.read_tasks))
                   .option("unlimitedTopics", plan.heartbeat_topic)
-                  .option("timeoutSeconds", str(src.read_timeout_seconds)))
+                  .option("timeoutSeconds", str(src.read_timeout_seconds))
+                  .option("packed", "true"))
         if src.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
     for key, value in settings.kafka.items():
         reader = reader.option(f"kafka.{key}", value)
-    raw = reader.load().select("key", "value", "topic", "partition", "offset", "timestamp")
+    raw = reader.load()
+    if src.builtin_kafka_source:
+        raw = raw.select("key", "value", "topic", "partition", "offset", "timestamp")
 
-    # Heartbeats reach every shard; a record belongs to the shard of its own __consumer_offsets partition.
+    # Heartbeats reach every shard; a record (or a packed chunk) belongs to the shard of its own __consumer_offsets
+    # partition.
     shards = F.when(F.col("topic") == F.lit(plan.heartbeat_topic),
                     F.sequence(F.lit(0), F.lit(plan.offsets_partitions - 1))).otherwise(F.array(F.col("partition")))
     keyed = raw.withColumn("shard", F.explode(shards))
@@ -88,7 +92,10 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
     )
 
     def foreach_batch(df, batch_id: int) -> None:
-        rows = [(r["shard"], r["kind"], bytes(r["payload"])) for r in df.collect()]
+        # Arrow, not Row objects: the payloads (Arrow IPC of the shard steps' tables) reach the driver as buffers.
+        out = df.toArrow()
+        rows = list(zip(out.column("shard").to_pylist(), out.column("kind").to_pylist(),
+                        out.column("payload").to_pylist()))
         sink.handle(batch_id, rows)
 
     writer = (out.writeStream.foreachBatch(foreach_batch)

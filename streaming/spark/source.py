@@ -7,7 +7,9 @@ offsets (the last stable offset for read_committed topics) and plans ranges; exe
 
 Options (Spark lower-cases option keys): ``topics`` (comma list), ``startingoffsets`` (``earliest`` | ``latest``),
 ``maxoffsetspertrigger``, ``readtasks``, ``unlimitedtopics`` (comma list read in full every batch),
-``isolation`` (``read_committed``), ``timeoutseconds``, and ``kafka.<librdkafka setting>`` passed through.
+``isolation`` (``read_committed``), ``timeoutseconds``, ``packed`` (``true``: one row per partition chunk with the
+records as an Arrow IPC payload, see :mod:`streaming.packed`; ``false``: a row per record, the columns of Spark's
+Kafka source), and ``kafka.<librdkafka setting>`` passed through.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ..kafka.planning import from_json_offsets, limit_offsets, plan_ranges, split_tasks, to_json_offsets
+from ..packed import PACKED_DDL
 
 __all__ = ["KafkaRangeSource", "SOURCE_DDL"]
 
@@ -36,7 +39,7 @@ class KafkaRangeSource(DataSource):
         return "groupscope_kafka"
 
     def schema(self) -> str:
-        return SOURCE_DDL
+        return PACKED_DDL if _packed(self.options) else SOURCE_DDL
 
     def streamReader(self, schema):  # noqa: N802 (Spark's name)
         return _Reader(self.options)
@@ -59,6 +62,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.unlimited = frozenset(t.strip() for t in opts.get("unlimitedtopics", "").split(",") if t.strip())
         self.isolation = opts.get("isolation", "read_committed")
         self.timeout_s = float(opts.get("timeoutseconds", "300"))
+        self.packed = _packed(opts)
         self._access = None
         self._target = None  # Trigger.AvailableNow: end offsets frozen at query start
 
@@ -121,5 +125,19 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: _ReadTask) -> Iterator:
         from ..kafka.reader import read_ranges
 
-        yield from read_ranges(self.kafka, list(partition.ranges), timeout_s=self.timeout_s,
-                               isolation=self.isolation)
+        batches = read_ranges(self.kafka, list(partition.ranges), timeout_s=self.timeout_s,
+                              isolation=self.isolation)
+        if not self.packed:
+            yield from batches
+            return
+        from ..packed import pack
+
+        for batch in batches:
+            yield from pack(batch)
+
+
+def _packed(options) -> bool:
+    value = {str(k).lower(): str(v) for k, v in dict(options).items()}.get("packed", "false").lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"packed must be true or false, got {value!r}")
+    return value == "true"

@@ -1,6 +1,7 @@
 """The one ``applyInPandasWithState`` of the query: per coordinator shard, run :class:`streaming.step.ShardStep`.
 
-Thin on purpose: it turns Spark's pandas chunks into one Arrow table, restores the shard's state, runs the step and
+Thin on purpose: it turns Spark's pandas chunks into one Arrow table (unpacking the source's packed chunks, see
+:mod:`streaming.packed`), restores the shard's state, runs the step and
 returns the step's output tables as Arrow IPC payloads. Python workers are reused across batches, so the last
 restored step is kept per shard and reused when Spark hands back exactly the state bytes it last produced (no
 unpickling of a shard that did not move).
@@ -26,6 +27,7 @@ def make_state_function(config: StepConfig, timeout_ms: int):
         import pyarrow as pa
 
         from ..batch_sink import encode_health, encode_table
+        from ..packed import unpack
 
         shard = int(key[0])
         stored = bytes(state.get[0]) if state.exists else None
@@ -35,7 +37,9 @@ def make_state_function(config: StepConfig, timeout_ms: int):
         else:
             step = ShardStep(shard, config, stored)
         frames = [f for f in chunks if len(f)]
-        if frames:
+        if frames and "payload" in frames[0].columns:  # packed chunks (the groupscope_kafka source)
+            table = unpack(p for f in frames for p in f["payload"])
+        elif frames:  # a row per record (Spark's own kafka source)
             frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
             frame = frame[[name for name in SOURCE_SCHEMA.names]]
             table = pa.Table.from_pandas(frame, schema=SOURCE_SCHEMA, preserve_index=False)
