@@ -68,8 +68,12 @@ def read_ranges(
         cols: tuple[list, ...] = ([], [], [], [], [], [])
         keys, values, topics, partitions, offsets, timestamps = cols
         last_progress = time.monotonic()
+        next_offset = {tp: r.start for tp, r in remaining.items()}
         while remaining:
-            messages = consumer.consume(num_messages=10_000, timeout=0.2)
+            # consume() returns once it has num_messages or the timeout passed: asking for no more than the ranges
+            # still hold lets a small read return as soon as its records are in, instead of after the timeout.
+            expected = sum(r.end - next_offset[tp] for tp, r in remaining.items())
+            messages = consumer.consume(num_messages=max(1, min(10_000, expected)), timeout=0.2)
             for m in messages:
                 err = m.error()
                 if err is not None:
@@ -83,6 +87,7 @@ def read_ranges(
                 off = m.offset()
                 if r is None or off >= r.end:
                     continue
+                next_offset[tp] = off + 1
                 keys.append(m.key())
                 values.append(m.value())
                 topics.append(tp[0])
