@@ -73,7 +73,8 @@ def read_ranges(
             # consume() returns once it has num_messages or the timeout passed: asking for no more than the ranges
             # still hold lets a small read return as soon as its records are in, instead of after the timeout.
             expected = sum(r.end - next_offset[tp] for tp, r in remaining.items())
-            messages = consumer.consume(num_messages=max(1, min(10_000, expected)), timeout=0.2)
+            messages = consumer.consume(num_messages=max(1, min(10_000, expected, batch_rows - len(keys))),
+                                        timeout=0.2)
             for m in messages:
                 err = m.error()
                 if err is not None:
