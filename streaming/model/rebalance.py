@@ -137,8 +137,12 @@ class StormDetector:
     identity left at most once, and the group ends the window as large as it started it, give or take the one
     member being restarted right now (each departure was replaced). A storm is anything else that reaches the threshold: the same identities flapping, a group that keeps
     shrinking or growing, or rebalances with no membership cause (metadata churn, unknown). Cooperative follow-up
-    rebalances are not reported here by the callers: they are the second half of one incremental rebalance. One event is emitted when the window first reaches the threshold;
-    the next needs the window to drain below it again.
+    rebalances are not reported here by the callers: they are the second half of one incremental rebalance.
+
+    One event is emitted when the window first reaches the threshold, and again for every further full window the
+    group stays at or above it (a storm that lasts an hour is reported six times at a 10-minute window, so a
+    counter of storms keeps rising while it lasts and alerts on its increase keep firing). Once the window drains
+    below the threshold the next event starts a new storm.
     """
 
     __slots__ = ("config", "recent", "alerting")
@@ -146,7 +150,7 @@ class StormDetector:
     def __init__(self, config: RebalanceConfig = RebalanceConfig()) -> None:
         self.config = config
         self.recent: dict[str, deque] = {}
-        self.alerting: set[str] = set()
+        self.alerting: dict[str, int] = {}  # group -> timestamp of its last storm / rolling-restart event
 
     def observe(self, group_id: str, offset: int, timestamp: int, causes: tuple[RebalanceCause, ...],
                 left_identities: tuple[str, ...], members_before: int = 0, members_after: int = 0):
@@ -157,11 +161,12 @@ class StormDetector:
         while q and q[0][0] < timestamp - cfg.storm_window_ms:
             q.popleft()
         if len(q) < cfg.storm_rebalances:
-            self.alerting.discard(group_id)
+            self.alerting.pop(group_id, None)
             return None
-        if group_id in self.alerting:
+        last = self.alerting.get(group_id)
+        if last is not None and timestamp - last < cfg.storm_window_ms:
             return None
-        self.alerting.add(group_id)
+        self.alerting[group_id] = timestamp
         seen: dict[str, int] = {}
         membership_only = True
         for _, cs, left, _, _ in q:
@@ -178,14 +183,18 @@ class StormDetector:
 
     def forget(self, group_id: str) -> None:
         self.recent.pop(group_id, None)
-        self.alerting.discard(group_id)
+        self.alerting.pop(group_id, None)
 
     def to_tuple(self) -> tuple:
         return (tuple((g, tuple((t, tuple(c.value for c in cs), left, mb, ma) for t, cs, left, mb, ma in q))
-                      for g, q in self.recent.items()), tuple(self.alerting))
+                      for g, q in self.recent.items()), tuple(self.alerting.items()))
 
     def load(self, t: tuple) -> None:
         for g, items in t[0]:
             self.recent[g] = deque((ts, tuple(RebalanceCause(c) for c in cs), left, mb, ma)
                                    for ts, cs, left, mb, ma in items)
-        self.alerting = set(t[1])
+        # Older states listed alerting groups without the time of their event: count that as "just now".
+        if all(isinstance(a, (tuple, list)) for a in t[1]):
+            self.alerting = {g: ts for g, ts in t[1]}
+        else:
+            self.alerting = {g: (self.recent[g][-1][0] if self.recent.get(g) else 0) for g in t[1]}

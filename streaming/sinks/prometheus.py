@@ -122,7 +122,8 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("kafka_consumergroup_rebalances_total", "counter", "group", _G,
        "Completed rebalances (generation or group-epoch bumps) the model has seen for the group."),
     _m("kafka_consumergroup_rebalance_storms_total", "counter", "group", _G,
-       "Rebalance storms: too many rebalances in the window that are not a rolling restart."),
+       "Rebalance storms: too many rebalances in the window that are not a rolling restart (counted again for "
+       "every further full window the storm lasts)."),
     _m("kafka_consumergroup_rolling_restarts_total", "counter", "group", _G,
        "Rolling restarts: many rebalances in the window, but every member identity restarted at most once."),
     _m("kafka_consumergroup_rebalance_partitions_moved_total", "counter", "group", _G,

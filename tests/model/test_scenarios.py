@@ -207,6 +207,23 @@ def test_flapping_member_is_a_storm():
     assert len(storms) == 1 and storms[0].rebalances == 5
 
 
+def test_a_storm_that_goes_on_is_reported_once_per_window():
+    """A member flapping every 10 s for 3 minutes with a 60 s window (the generation that creates the group is not
+    a rebalance): storms at 50 s, 110 s and 170 s, so a counter of storms keeps rising while it lasts; the state
+    round trip keeps the time of the last report."""
+    cfg = ModelConfig(rebalance=RebalanceConfig(storm_rebalances=5, storm_window_ms=60_000))
+    log = Log(cfg)
+    stable = member("a-1", "a", ["t"], {"t": [0]})
+    storms = []
+    for i in range(18):
+        ms = [stable] if i % 2 else [stable, member(f"f-{i}", "flappy", ["t"], {"t": [1]}, host="/10.9.9.9")]
+        _restart(log, "g", i + 1, ms, T0 + i * 10_000)
+        storms += log.events(ev.RebalanceStorm)
+        if i == 11:
+            log.shard = type(log.shard).from_bytes(log.shard.to_bytes(), cfg)
+    assert [s.timestamp - T0 for s in storms] == [50_000, 110_000, 170_000]
+
+
 def test_offset_tombstone_and_group_tombstone_mirror_kafka():
     """Offset tombstones delete offsets; a group tombstone deletes the group metadata but not the offsets
     (Kafka deletes those with their own tombstones first), so the group shows as DEAD until they go too."""
