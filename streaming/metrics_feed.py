@@ -19,6 +19,7 @@ class MetricsFeed:
         self.emitter = emitter
         self.health = MonitorHealth()
         self.state = MetricsState(keep_partitions=m.partition_metrics)
+        self._last_batch_at: float | None = None
         self.server = MetricsServer(self.state, cluster=settings.cluster, host=m.host, port=m.port,
                                     partition_metrics=m.partition_metrics)
 
@@ -33,11 +34,18 @@ class MetricsFeed:
         self.server.stop()
 
     def apply(self, result: BatchResult) -> None:
+        now = time.time()
+        batch_seconds = self.status.batch_duration_s or result.seconds
+        # Records of __consumer_offsets over the time since the previous batch. Spark's own row rates count the
+        # source's packed chunks, not records, so they are not used here.
+        records = sum(h.records for h in result.health)
+        elapsed = now - self._last_batch_at if self._last_batch_at is not None else batch_seconds
+        self._last_batch_at = now
         self.health = self.health.after_batch(
             result.health,
-            batch_seconds=self.status.batch_duration_s or result.seconds,
-            now=time.time(),
-            input_records_per_second=self.status.input_rows_per_second,
+            batch_seconds=batch_seconds,
+            now=now,
+            input_records_per_second=records / elapsed if elapsed > 0 else 0.0,
             query_restarts=self.status.restarts,
         )
         self.state.apply_batch(table_rows(result, "groups"), table_rows(result, "lag"),

@@ -31,7 +31,6 @@ class JobStatus:
     restarts: int = 0
     last_error: str | None = None
     last_batch: BatchResult | None = None
-    input_rows_per_second: float = 0.0
     batch_duration_s: float = 0.0
     started_at: float = field(default_factory=time.time)
 
@@ -166,7 +165,6 @@ class GroupscopeJob:
                 continue
             progress = q.lastProgress
             if progress:
-                self.status.input_rows_per_second = float(progress.get("processedRowsPerSecond") or 0.0)
                 self.status.batch_duration_s = (progress.get("durationMs", {}).get("triggerExecution") or 0) / 1000
                 backoff = 2.0
             self.stop_requested.wait(poll_s)

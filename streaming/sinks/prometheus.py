@@ -166,7 +166,7 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("groupscope_batch_duration_seconds", "gauge", "monitor", ("cluster",),
        "Duration of the last micro-batch."),
     _m("groupscope_input_records_per_second", "gauge", "monitor", ("cluster",),
-       "Input rate of the last micro-batch (records per second)."),
+       "__consumer_offsets records of the last micro-batch per second since the one before."),
     _m("groupscope_last_batch_timestamp_seconds", "gauge", "monitor", ("cluster",),
        "When the last micro-batch finished (Unix seconds, driver clock)."),
     _m("groupscope_last_heartbeat_timestamp_seconds", "gauge", "monitor", ("cluster",),

@@ -663,3 +663,23 @@ def test_scrapes_during_batches_see_whole_batches():
         seen += 1
     t.join()
     assert not errors
+
+
+def test_feed_reports_records_of_the_offsets_topic_per_second(monkeypatch):
+    """The input rate counts decoded __consumer_offsets records over the time between batches (Spark's own row
+    rates would count the source's packed chunks)."""
+    from streaming.batch_sink import BatchResult
+    from streaming.config import load_settings
+    from streaming.metrics_feed import MetricsFeed
+    from streaming.runner import JobStatus
+
+    clock = iter([1000.0, 1002.0, 1006.0])
+    monkeypatch.setattr("streaming.metrics_feed.time.time", lambda: next(clock))
+    status = JobStatus(batch_duration_s=0.5)
+    feed = MetricsFeed(load_settings(None, {"metrics": {"port": 0, "host": "127.0.0.1"}}), status)
+    feed.apply(BatchResult(0, health=[step(0, records=300), step(1, records=200)]))
+    assert feed.health.input_records_per_second == 1000.0, "first batch: over its own duration"
+    feed.apply(BatchResult(1, health=[step(0, records=3000), step(1, records=1000)]))
+    assert feed.health.input_records_per_second == 2000.0
+    feed.apply(BatchResult(2, health=[step(0, records=0)]))
+    assert feed.health.input_records_per_second == 0.0
