@@ -48,8 +48,10 @@ class LiveJobMetrics:
         bootstrap = self.cluster_broker.bootstrap_servers
         self.sim = Simulation(SCENARIOS, seed=3, offsets_partitions=OFFSETS_PARTITIONS)
         self.sink = KafkaSink(bootstrap, create_topic=self.cluster_broker.create_topic)
+        # A 2 s heartbeat: "caught up" means everything up to one heartbeat ago is applied, and on two shared cores
+        # a batch can take longer than a second while the simulator writes at 5x.
         settings = job_settings(bootstrap, Path(self._dir.name), cluster=self.cluster,
-                                metrics={"partition_metrics": True})
+                                metrics={"partition_metrics": True}, heartbeat={"interval_seconds": 2.0})
         self.job = GroupscopeJob(settings, install_signal_handlers=False)
         self._thread: threading.Thread | None = None
         self.expected_alerts: dict[str, set[str]] = {}
