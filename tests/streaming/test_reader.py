@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
@@ -42,6 +44,9 @@ def test_reads_exactly_the_ranges_in_offset_order(broker):
     for p in (0, 2):
         offsets = [o for q, o in got if q == p]
         assert offsets == sorted(offsets)
+    now = datetime.now(timezone.utc)
+    assert all(abs(now - ts) < timedelta(minutes=10) for ts in table.column("timestamp").to_pylist()), \
+        "record timestamps (ms) become Spark's microsecond timestamps"
     values = dict(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
     assert values[b"k15"] == b"v15" and values[b"k30"] is None, "null values (tombstones) stay null"
 
