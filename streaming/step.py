@@ -79,7 +79,12 @@ class _Meta:
     offsets_hw: int = -1
     offsets_lso: int = -1
     last_offset: int = -1  # last __consumer_offsets offset consumed, applied or quarantined
-    previous_lso: int = -1  # the LSO (or HWM) the heartbeat before the newest one carried
+    previous_lso: int = -1  # the stable end the heartbeat before the newest one carried
+
+    @property
+    def stable_end(self) -> int:
+        """The newest heartbeat's LSO, or its high watermark where no LSO is known (-1: no heartbeat yet)."""
+        return self.offsets_lso if self.offsets_lso >= 0 else self.offsets_hw
 
 
 class ShardStep:
@@ -193,7 +198,7 @@ class ShardStep:
         heartbeat interval ago is applied", which replaying history never is.
         """
         m = self.meta
-        lso = m.offsets_lso if m.offsets_lso >= 0 else m.offsets_hw
+        lso = m.stable_end
         if lso < 0:
             return False
         if m.previous_lso >= 0:
@@ -219,8 +224,8 @@ class ShardStep:
                 if topic == offsets_topic:
                     if partition == self.shard:
                         m = self.meta
-                        if m.offsets_hw >= 0 or m.offsets_lso >= 0:
-                            m.previous_lso = m.offsets_lso if m.offsets_lso >= 0 else m.offsets_hw
+                        if m.stable_end >= 0:
+                            m.previous_lso = m.stable_end
                         m.offsets_hw, m.offsets_lso = hw, lso
                     continue
                 samples[(topic, partition)] = EndOffsetSample(hw, lso, lw, hb.timestamp_ms)

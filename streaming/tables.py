@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -25,6 +25,8 @@ __all__ = [
     "QUARANTINE",
     "TABLES",
     "PARTITION_COLUMNS",
+    "batch_tables",
+    "last_row_per_group",
     "group_row",
     "partition_rows",
     "event_row",
@@ -188,6 +190,20 @@ PARTITION_COLUMNS: dict[str, list[str]] = {
     "groups": [],
     "quarantine": ["quarantined_date"],
 }
+
+
+def batch_tables(tables: Mapping[str, pa.Table]) -> Iterator[tuple[str, pa.Table]]:
+    """The non-empty tables of one micro-batch, in ``TABLES`` order, cast to their table's schema."""
+    for name, schema in TABLES.items():
+        table = tables.get(name)
+        if table is not None and table.num_rows:
+            yield name, table.cast(schema)
+
+
+def last_row_per_group(table: pa.Table) -> pa.Table:
+    """One row per ``group_id``, the last of the batch (a merge needs one source row per key)."""
+    last = {gid: i for i, gid in enumerate(table.column("group_id").to_pylist())}
+    return table.take(pa.array(sorted(last.values())))
 
 
 def _date(ms: int | None):

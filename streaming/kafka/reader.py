@@ -9,8 +9,8 @@ offset ``end - 1`` arrives (that offset may be a marker).
 from __future__ import annotations
 
 import time
-from itertools import compress
 from dataclasses import dataclass
+from itertools import compress
 from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from ..tables import PARTITION_COLUMNS, TABLES
+from ..tables import PARTITION_COLUMNS, TABLES, batch_tables, last_row_per_group
 
 __all__ = ["DeltaSink"]
 
@@ -50,11 +50,7 @@ class DeltaSink:
     def write_batch(self, batch_id: int, tables: Mapping[str, pa.Table]) -> dict[str, int]:
         """Writes every non-empty table of one micro-batch; returns rows written per table (0 = skipped)."""
         written: dict[str, int] = {}
-        for name, schema in TABLES.items():
-            table = tables.get(name)
-            if table is None or table.num_rows == 0:
-                continue
-            table = table.cast(schema)
+        for name, table in batch_tables(tables):
             dt = self._open(name)
             done = None if dt is None else dt.transaction_version(self.app_id)
             if done is not None and done >= batch_id:
@@ -70,10 +66,7 @@ class DeltaSink:
         return written
 
     def _merge_groups(self, dt: DeltaTable | None, table: pa.Table, commit: CommitProperties) -> None:
-        # One source row per group: the last one of the batch wins.
-        ids = table.column("group_id").to_pylist()
-        last = {gid: i for i, gid in enumerate(ids)}
-        table = table.take(pa.array(sorted(last.values())))
+        table = last_row_per_group(table)
         if dt is None:
             live = table.filter(pc.invert(table.column("deleted")))
             write_deltalake(self.path("groups"), live, mode="append", storage_options=self.storage_options,

@@ -12,7 +12,7 @@ from typing import Mapping
 
 import pyarrow as pa
 
-from ..tables import PARTITION_COLUMNS, TABLES
+from ..tables import PARTITION_COLUMNS, batch_tables, last_row_per_group
 
 __all__ = ["DeltaSparkSink", "delta_spark_available"]
 
@@ -38,14 +38,9 @@ class DeltaSparkSink:
         from delta.tables import DeltaTable
 
         written: dict[str, int] = {}
-        for name, schema in TABLES.items():
-            table = tables.get(name)
-            if table is None or table.num_rows == 0:
-                continue
-            df = self.spark.createDataFrame(table.cast(schema).to_pandas())
+        for name, table in batch_tables(tables):
             if name == "groups" and DeltaTable.isDeltaTable(self.spark, self.path(name)):
-                last = {gid: i for i, gid in enumerate(table.column("group_id").to_pylist())}
-                df = self.spark.createDataFrame(table.take(pa.array(sorted(last.values()))).cast(schema).to_pandas())
+                df = self.spark.createDataFrame(last_row_per_group(table).to_pandas())
                 self.spark.conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
                 self.spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
                 try:
@@ -57,6 +52,7 @@ class DeltaSparkSink:
                     self.spark.conf.unset("spark.databricks.delta.write.txnAppId")
                     self.spark.conf.unset("spark.databricks.delta.write.txnVersion")
             else:
+                df = self.spark.createDataFrame(table.to_pandas())
                 writer = (df.write.format("delta").mode("append").option("txnAppId", self.app_id)
                           .option("txnVersion", str(batch_id)))
                 if PARTITION_COLUMNS[name]:

@@ -47,7 +47,7 @@ class KafkaRangeSource(DataSource):
 
 class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options) -> None:
-        opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
+        opts = _lower_keys(options)
         self.kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
         if "bootstrap.servers" not in self.kafka:
             raise ValueError("groupscope_kafka source needs the option kafka.bootstrap.servers")
@@ -136,8 +136,12 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from pack(batch)
 
 
+def _lower_keys(options) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in dict(options).items()}
+
+
 def _packed(options) -> bool:
-    value = {str(k).lower(): str(v) for k, v in dict(options).items()}.get("packed", "false").lower()
+    value = _lower_keys(options).get("packed", "false").lower()
     if value not in ("true", "false"):
         raise ValueError(f"packed must be true or false, got {value!r}")
     return value == "true"
