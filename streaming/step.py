@@ -283,6 +283,15 @@ class ShardStep:
             idx = key_idx.indices.to_numpy()
             _, last_rev = np.unique(idx[::-1], return_index=True)
             keep = offset_pos[len(idx) - 1 - last_rev]
+            # A key whose last record is a tombstone keeps its last commit too: the model must hold the offset
+            # before the tombstone removes it, or no OffsetDeleted is emitted (a live run reading the two records in
+            # different batches would emit one).
+            tomb = decoded.column("is_tombstone").to_numpy(zero_copy_only=False)
+            if tomb[keep].any():
+                live = np.flatnonzero(~tomb[offset_pos])
+                if len(live):
+                    _, live_rev = np.unique(idx[live][::-1], return_index=True)
+                    keep = np.union1d(keep, offset_pos[live[len(live) - 1 - live_rev]])
             positions = np.union1d(np.flatnonzero(ok_np & ~is_offset), keep)
         keys = records.column("key")
         values = records.column("value")

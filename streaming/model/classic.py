@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from protocol.records import GroupMetadataValue
 
 from . import events as ev
-from .rebalance import MemberView, StormDetector, infer_causes, movement
+from .rebalance import MemberView, infer_causes, movement
+from .verdicts import RebalanceJudge
 from .states import CLASSIC_GROUP, ClassicGroupState, ClassicTrigger, GroupType, apply
 
 __all__ = ["ClassicMember", "ClassicGroup"]
@@ -66,7 +67,7 @@ class ClassicGroup:
     def state_name(self) -> str:
         return self.state.value
 
-    def replay(self, value: GroupMetadataValue | None, offset: int, timestamp: int, storms: StormDetector,
+    def replay(self, value: GroupMetadataValue | None, offset: int, timestamp: int, judge: RebalanceJudge,
                out: list) -> None:
         """Applies one type-2 record; appends the events it implies to ``out``.
 
@@ -126,6 +127,8 @@ class ClassicGroup:
             return
         if not had_metadata:
             self.generation_ts = timestamp
+            if members:
+                judge.baseline(gid, offset, timestamp, {k: v.view().identity for k, v in members.items()})
             return
         # A new generation: one rebalance.
         views_before = {k: v.view() for k, v in before.items()}
@@ -147,14 +150,11 @@ class ClassicGroup:
         self.rebalances += 1
         self.last_rebalance_ts = timestamp
         self.generation_ts = timestamp
-        out.append(ev.Rebalance(gid, offset, timestamp, GroupType.CLASSIC, value.generation, old_gen, causes,
-                                len(before), len(members), moved, stayed, since, joined, left))
-        left_identities = tuple(views_before[m].identity for m in left) + tuple(
-            v.identity for k, v in views_before.items() if k not in members and k not in left)
-        if causes != (ev.RebalanceCause.COOPERATIVE_FOLLOW_UP,):
-            alert = storms.observe(gid, offset, timestamp, causes, left_identities, len(before), len(members))
-            if alert is not None:
-                out.append(alert)
+        rebalance = ev.Rebalance(gid, offset, timestamp, GroupType.CLASSIC, value.generation, old_gen, causes,
+                                 len(before), len(members), moved, stayed, since, joined, left)
+        out.append(rebalance)
+        out.extend(judge.observe(rebalance, {k: v.identity for k, v in views_before.items()},
+                                 {k: v.identity for k, v in views_after.items()}))
 
     def subscriptions(self) -> dict[str, tuple[str, ...]]:
         return {mid: m.topics for mid, m in self.members.items()}

@@ -25,7 +25,8 @@ from protocol.records import (
 
 from . import events as ev
 from ._base import id_assignment
-from .rebalance import MemberView, StormDetector, infer_causes, movement
+from .rebalance import MemberView, infer_causes, movement
+from .verdicts import RebalanceJudge
 from .states import (
     MODERN_MEMBER,
     ConsumerGroupState,
@@ -101,6 +102,9 @@ class ConsumerGroup:
     epoch_partitions: dict[str, int] = field(default_factory=dict)
     epoch_ts: int | None = None
     pending_epoch: tuple[int, int, int, int] | None = None  # (new epoch, previous epoch, offset, timestamp)
+    # the membership when the pending epoch's record was replayed: Kafka writes a bump's member records before
+    # its epoch record, so this is exactly the epoch's membership, whatever records follow before it is finalised
+    pending_views: dict[str, MemberView] | None = None
 
     group_type = GroupType.CONSUMER
 
@@ -128,7 +132,7 @@ class ConsumerGroup:
 
     # ---- replay, one method per record type -----------------------------------------------------------------
 
-    def replay_epoch(self, epoch: int, metadata_hash: int, offset: int, timestamp: int, storms: StormDetector,
+    def replay_epoch(self, epoch: int, metadata_hash: int, offset: int, timestamp: int, judge: RebalanceJudge,
                      out: list) -> None:
         """Type 3 value: a new group epoch."""
         old = self.group_epoch
@@ -136,10 +140,11 @@ class ConsumerGroup:
         self.metadata_hash = metadata_hash
         if epoch != old:
             if self.pending_epoch is not None:
-                self._finalise(offset, timestamp, storms, out)
+                self._finalise(judge, out)
             self.pending_epoch = (epoch, old, offset, timestamp)
+            self.pending_views = self._views()
             if not self.members:
-                self._finalise(offset, timestamp, storms, out)
+                self._finalise(judge, out)
         self.update_state(offset, timestamp, out)
 
     def replay_partition_metadata(self, topics, offset: int, timestamp: int) -> None:
@@ -191,7 +196,7 @@ class ConsumerGroup:
                                        m.instance_id))
         self.update_state(offset, timestamp, out)
 
-    def replay_target_epoch(self, epoch: int | None, offset: int, timestamp: int, storms: StormDetector,
+    def replay_target_epoch(self, epoch: int | None, offset: int, timestamp: int, judge: RebalanceJudge,
                             out: list) -> None:
         """Type 6: the target assignment reached ``epoch`` (None = tombstone, epoch -1).
 
@@ -206,7 +211,7 @@ class ConsumerGroup:
         else:
             self.assignment_epoch = epoch
             if self.pending_epoch is not None and epoch >= self.pending_epoch[0]:
-                self._finalise(offset, timestamp, storms, out)
+                self._finalise(judge, out)
         self.update_state(offset, timestamp, out)
 
     def replay_target_member(self, member_id: str, topic_partitions, offset: int, timestamp: int) -> None:
@@ -258,15 +263,20 @@ class ConsumerGroup:
     def _views(self) -> dict[str, MemberView]:
         return {k: m.view(self.regexes) for k, m in self.members.items() if m.member_epoch != LEAVE_GROUP_MEMBER_EPOCH}
 
-    def _finalise(self, offset: int, timestamp: int, storms: StormDetector, out: list) -> None:
-        """Emits the Rebalance of the pending epoch bump and makes the current state the new baseline."""
+    def _finalise(self, judge: RebalanceJudge, out: list) -> None:
+        """Emits the Rebalance of the pending epoch bump and makes its membership the new baseline.
+
+        The event carries the offset and time of the bump's own epoch record, so two bumps finalised by the same
+        later record stay two distinct events.
+        """
         pending = self.pending_epoch
+        views = self.pending_views if self.pending_views is not None else self._views()
         self.pending_epoch = None
-        views = self._views()
+        self.pending_views = None
         partitions = {name: n for name, (_, n) in self.subscription_metadata.items()}
         target = {k: dict(v) for k, v in self.target.items()}
-        if pending is not None and self.epoch_views is not None:
-            epoch, old_epoch, _, _ = pending
+        if pending is not None and self.epoch_views is not None and (self.epoch_views or views):
+            epoch, old_epoch, offset, timestamp = pending
             causes, joined, left = infer_causes(self.epoch_views, views,
                                                 partitions_before=self.epoch_partitions or None,
                                                 partitions_after=partitions or None)
@@ -279,17 +289,20 @@ class ConsumerGroup:
             since = None if self.epoch_ts is None else max(0.0, (timestamp - self.epoch_ts) / 1000.0)
             self.rebalances += 1
             self.last_rebalance_ts = timestamp
-            out.append(ev.Rebalance(self.group_id, offset, timestamp, GroupType.CONSUMER, epoch, old_epoch, causes,
-                                    len(self.epoch_views), len(views), moved, stayed, since, joined, left))
-            left_identities = tuple(self.epoch_views[m].identity for m in left)
-            alert = storms.observe(self.group_id, offset, timestamp, causes, left_identities,
-                                   len(self.epoch_views), len(views))
-            if alert is not None:
-                out.append(alert)
+            rebalance = ev.Rebalance(self.group_id, offset, timestamp, GroupType.CONSUMER, epoch, old_epoch, causes,
+                                     len(self.epoch_views), len(views), moved, stayed, since, joined, left)
+            out.append(rebalance)
+            out.extend(judge.observe(rebalance, {k: v.identity for k, v in self.epoch_views.items()},
+                                     {k: v.identity for k, v in views.items()}))
+            self.epoch_ts = timestamp
+        elif pending is not None and self.epoch_views is None:
+            epoch, old_epoch, offset, timestamp = pending
+            if views:
+                judge.baseline(self.group_id, offset, timestamp, {k: v.identity for k, v in views.items()})
+            self.epoch_ts = timestamp
         self.epoch_views = views
         self.epoch_target = target
         self.epoch_partitions = partitions
-        self.epoch_ts = timestamp
 
     # ---- views ----------------------------------------------------------------------------------------------
 
@@ -331,10 +344,10 @@ class ConsumerGroup:
                                                                           for k, v in self.target.items()),
                 tuple(self.subscription_metadata.items()), tuple(self.regexes.items()), self.state.value,
                 self.rebalances, self.last_rebalance_ts,
-                None if self.epoch_views is None else tuple(
-                    (v.member_id, v.instance_id, v.client_id, v.host, tuple(v.topics)) for v in self.epoch_views.values()),
+                None if self.epoch_views is None else _views_tuple(self.epoch_views),
                 tuple((k, tuple(v.items())) for k, v in self.epoch_target.items()),
-                tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch)
+                tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch,
+                None if self.pending_views is None else _views_tuple(self.pending_views))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "ConsumerGroup":
@@ -345,9 +358,17 @@ class ConsumerGroup:
         g.regexes = dict(t[7])
         g.state = ConsumerGroupState(t[8])
         g.rebalances, g.last_rebalance_ts = t[9], t[10]
-        g.epoch_views = None if t[11] is None else {
-            v[0]: MemberView(v[0], v[1], v[2], v[3], frozenset(v[4]), None) for v in t[11]}
+        g.epoch_views = None if t[11] is None else _views_from(t[11])
         g.epoch_target = {k: dict(v) for k, v in t[12]}
         g.epoch_partitions = dict(t[13])
         g.epoch_ts, g.pending_epoch = t[14], t[15]
+        g.pending_views = _views_from(t[16]) if len(t) > 16 and t[16] is not None else None
         return g
+
+
+def _views_tuple(views: dict[str, MemberView]) -> tuple:
+    return tuple((v.member_id, v.instance_id, v.client_id, v.host, tuple(v.topics)) for v in views.values())
+
+
+def _views_from(t: tuple) -> dict[str, MemberView]:
+    return {v[0]: MemberView(v[0], v[1], v[2], v[3], frozenset(v[4]), None) for v in t}

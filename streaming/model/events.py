@@ -27,6 +27,11 @@ __all__ = [
     "Rebalance",
     "RebalanceStorm",
     "RollingRestart",
+    "StormEnded",
+    "GroupFormed",
+    "ScaleOut",
+    "ScaleIn",
+    "VERDICT_EVENTS",
     "OffsetDeleted",
     "TransactionEnded",
     "StatusChanged",
@@ -35,6 +40,7 @@ __all__ = [
     "TopicLag",
     "MemberSnapshot",
     "GroupSnapshot",
+    "GroupVerdicts",
     "ShardSnapshot",
 ]
 
@@ -136,9 +142,26 @@ class Rebalance(Event):
 
 @dataclass(frozen=True, slots=True)
 class RebalanceStorm(Event):
+    """A storm began: repeated churn (see ``verdicts``); reported once, with :class:`StormEnded` when it ends."""
+
     rebalances: int
     window_seconds: float
     first_timestamp: int
+    reason: str = ""
+
+    verdict = "storm"
+
+
+@dataclass(frozen=True, slots=True)
+class StormEnded(Event):
+    """The storm is over: no membership change for the quiet period. ``offset`` is the storm's last rebalance."""
+
+    rebalances: int
+    storm_seconds: float
+    first_timestamp: int
+    reason: str = ""
+
+    verdict = "storm_ended"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +172,36 @@ class RollingRestart(Event):
     window_seconds: float
     first_timestamp: int
     restarted: tuple[str, ...]
+    reason: str = ""
+
+    verdict = "rolling_restart"
+
+
+@dataclass(frozen=True, slots=True)
+class _SizeVerdict(Event):
+    """An episode of membership changes that settled: its rebalances, span and the size before and after."""
+
+    rebalances: int
+    window_seconds: float
+    first_timestamp: int
+    members_before: int
+    members_after: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFormed(_SizeVerdict):
+    verdict = "formation"
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleOut(_SizeVerdict):
+    verdict = "scale_out"
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleIn(_SizeVerdict):
+    verdict = "scale_in"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +222,14 @@ class TransactionEnded(Event):
 
 @dataclass(frozen=True, slots=True)
 class StatusChanged(Event):
+    """A partition's status changed (``old`` is None for the first status it ever had); ``reason`` says why, in
+    words an operator can act on. ``offset`` is the shard's last applied offset when it was evaluated."""
+
     topic: str
     partition: int
-    old: Status
+    old: Status | None
     new: Status
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +239,8 @@ class Anomaly(Event):
     partition: int
     reason: str
 
+
+VERDICT_EVENTS = (RebalanceStorm, StormEnded, RollingRestart, GroupFormed, ScaleOut, ScaleIn)
 
 # --------------------------------------------------------------------------------------------------------------
 # Snapshots
@@ -202,6 +261,22 @@ class PartitionLag:
     data_loss_risk: bool  # committed offset below the low watermark: retention overtook the consumer
     status: Status
     owner: str | None
+    status_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdicts:
+    """The rebalance verdicts of a group so far (from the checkpointed model: they survive restarts)."""
+
+    storms: int = 0
+    rolling_restarts: int = 0
+    scale_outs: int = 0
+    scale_ins: int = 0
+    formations: int = 0
+    storm_active: bool = False
+    last_verdict: str | None = None
+    last_reason: str = ""
+    last_verdict_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +326,7 @@ class GroupSnapshot:
     last_rebalance_timestamp: int | None
     current_state_timestamp: int | None
     is_simple: bool = False
+    verdicts: GroupVerdicts = GroupVerdicts()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,10 @@ import sys
 from array import array
 from typing import Iterator
 
-__all__ = ["NO_OFFSET", "TopicOffsets", "OffsetStore"]
+__all__ = ["NO_OFFSET", "NO_STATUS", "TopicOffsets", "OffsetStore"]
 
 NO_OFFSET = -(2**63)  # "no committed offset" in the offset column (Kafka never writes this value)
+NO_STATUS = 255  # "never evaluated" in the status column
 _intern = sys.intern
 
 
@@ -31,7 +32,7 @@ class TopicOffsets:
     """Offsets of one group on one topic, columns indexed by partition."""
 
     __slots__ = ("offset", "epoch", "commit_ts", "record_offset", "metadata", "hist_ts", "hist_off", "hist_head",
-                 "hist_len", "count")
+                 "hist_len", "count", "status")
 
     def __init__(self, size: int, window: int) -> None:
         self.offset = array("q", [NO_OFFSET]) * size
@@ -44,6 +45,7 @@ class TopicOffsets:
         self.hist_head = bytearray(size)
         self.hist_len = bytearray(size)
         self.count = 0  # partitions with a committed offset
+        self.status = bytearray(b"\xff") * size  # last evaluated status code; 255 = never evaluated
 
     def grow(self, size: int, window: int) -> None:
         extra = size - len(self.offset)
@@ -59,11 +61,12 @@ class TopicOffsets:
         self.hist_off.extend(array("q", [0]) * (extra * window))
         self.hist_head.extend(bytes(extra))
         self.hist_len.extend(bytes(extra))
+        self.status.extend(b"\xff" * extra)
 
     def to_tuple(self) -> tuple:
         return (self.offset.tobytes(), self.epoch.tobytes(), self.commit_ts.tobytes(), self.record_offset.tobytes(),
                 None if self.metadata is None else tuple(self.metadata), self.hist_ts.tobytes(),
-                self.hist_off.tobytes(), bytes(self.hist_head), bytes(self.hist_len), self.count)
+                self.hist_off.tobytes(), bytes(self.hist_head), bytes(self.hist_len), self.count, bytes(self.status))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "TopicOffsets":
@@ -78,6 +81,8 @@ class TopicOffsets:
         self.hist_head = bytearray(t[7])
         self.hist_len = bytearray(t[8])
         self.count = t[9]
+        # States written before statuses were kept here start as "never evaluated".
+        self.status = bytearray(t[10]) if len(t) > 10 else bytearray(b"\xff") * len(self.offset)
         return self
 
 
@@ -197,6 +202,7 @@ class OffsetStore:
         t.record_offset[partition] = -1
         t.hist_len[partition] = 0
         t.hist_head[partition] = 0
+        t.status[partition] = NO_STATUS
         if t.metadata is not None:
             t.metadata[partition] = ""
         t.count -= 1
@@ -255,6 +261,18 @@ class OffsetStore:
         if out:
             out[-1] = (max(out[-1][0], t.commit_ts[partition]), t.offset[partition])
         return out
+
+    def status_of(self, group: str, topic: str, partition: int) -> int:
+        """The last status code stored for a partition (``NO_STATUS`` if never evaluated)."""
+        t = self.groups.get(group, {}).get(topic)
+        if t is None or partition >= len(t.status):
+            return NO_STATUS
+        return t.status[partition]
+
+    def set_status(self, group: str, topic: str, partition: int, code: int) -> None:
+        t = self.groups.get(group, {}).get(topic)
+        if t is not None and partition < len(t.status):
+            t.status[partition] = code
 
     def partition_count(self) -> int:
         return sum(t.count for topics in self.groups.values() for t in topics.values())

@@ -1,10 +1,15 @@
-"""Partition and group status in the spirit of Burrow's evaluator: small named predicates, one pure function.
+"""Partition status: small named rules evaluated in a fixed order, one pure function, no clock and no state.
 
-Mirrors linkedin/Burrow ``core/internal/evaluator/caching.go`` (rules in our words, prior-art §1.1), with the fixes
-its users asked for (prior-art §2-3, §8): an idle partition (producer silent, consumer caught up) is always OK; a
-consumer that was caught up when new data arrived is not STOPPED merely because its last commit is old (clients
-such as librdkafka do not re-commit unchanged offsets); a commit window that is not yet full still lets STOP and
-ERR fire. Everything is an argument: offset history, end-offset history, now and thresholds. No clock, no state.
+The statuses are Burrow's vocabulary (OK, WARN, STALL, STOP, REWIND, ERR), but the rules use what only the
+``__consumer_offsets`` log knows besides commits: who is in the group and which member owns the partition. That
+is what separates a stuck consumer (still in the group, committing nothing) from a consumer that left, and a slow
+member (committing its other partitions) from a stopped one. Thresholds adapt to each group's own commit cadence,
+so a consumer that commits every second is flagged within a minute of stopping and a batch job that commits every
+ten minutes is not flagged for being slow to commit.
+
+The order of :data:`RULES` is the decision table; each row's docstring (and docs/verdicts.md) gives its reason.
+Everything is an argument: the commit window, the end-offset history, the ownership facts, ``now`` and the previous
+status (for hysteresis: WARN holds until the consumer is catching up, so a lagging consumer does not flap).
 """
 
 from __future__ import annotations
@@ -13,16 +18,17 @@ import enum
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["Status", "Thresholds", "Verdict", "evaluate_partition", "group_status", "RULES"]
+__all__ = ["Status", "Thresholds", "Ownership", "Verdict", "evaluate_partition", "group_status", "RULES",
+           "commit_cadence_ms", "UNKNOWN_OWNERSHIP"]
 
 
 class Status(enum.IntEnum):
-    """Ordered harmless → worst, so a group's status is the max over its partitions (Burrow ``StatusConstant``)."""
+    """Ordered harmless → worst, so a group's status is the max over its partitions (as in Burrow)."""
 
     OK = 0
-    WARN = 1  # lag grew at every commit of the window
-    STALL = 2  # commits keep coming, the offset does not move, lag > allowed
-    STOP = 3  # no commit for a long time while the log end moved past the committed offset
+    WARN = 1  # behind and falling further behind (or not catching up) while commits advance
+    STALL = 2  # the same offset committed again and again while lag grows
+    STOP = 3  # no commits while lag grows: the consumer is gone, or stuck while still in the group
     REWIND = 4  # the committed offset went backwards and has not recovered
     ERR = 5  # data loss: the committed offset fell below the low watermark
 
@@ -33,30 +39,74 @@ class Status(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """Evaluator knobs; defaults follow Burrow where it has one.
+    """Evaluator knobs (every duration in ms).
 
     Raises:
         ValueError: a negative or inconsistent value.
     """
 
-    allowed_lag: int = 0  # Burrow ``allowed-lag``: lag at or below this is "caught up"
-    min_window: int = 3  # commits needed before STALL / WARN / REWIND are judged (Burrow ``minimum-complete``)
-    window: int = 8  # commits kept per partition (Burrow ``intervals`` = 10)
-    min_distance_ms: int = 1_000  # commits closer than this overwrite the newest window slot (Burrow min-distance)
-    stop_after_ms: int = 300_000  # no commit and behind for this long: STOP
-    stall_recent_ms: int = 300_000  # STALL needs the last commit to be at least this recent (commits keep coming)
+    allowed_lag: int = 0  # lag at or below this is caught up
+    min_window: int = 3  # same-offset commits that make a STALL
+    window: int = 8  # commits kept per partition
+    min_distance_ms: int = 1_000  # commits closer than this share one window slot
+    stop_after_ms: int = 30_000  # floor of the no-commit time before STOP
+    stop_cadence_factor: float = 5.0  # ... or this many of the group's usual commit intervals, if longer
+    stop_max_ms: int = 3_600_000  # ceiling of the adaptive no-commit time
+    empty_group_grace_ms: int = 10_000  # a group with no members and lag: STOP after this
+    warn_after_ms: int = 10_000  # a consumer less than this far behind (in time) is never WARN
+    warn_cadence_factor: float = 3.0  # ... nor one less than this many commit intervals behind
+    trend_ms: int = 30_000  # horizon over which lag is compared to tell growing from catching up
+    catching_up_ratio: float = 0.9  # lag below this fraction of its value a horizon ago: catching up
 
     def __post_init__(self) -> None:
-        if self.allowed_lag < 0 or self.min_window < 1 or self.window < self.min_window:
-            raise ValueError("thresholds: need allowed_lag >= 0 and 1 <= min_window <= window")
-        if self.min_distance_ms < 0 or self.stop_after_ms <= 0 or self.stall_recent_ms <= 0:
+        if self.allowed_lag < 0 or self.min_window < 2 or self.window < self.min_window:
+            raise ValueError("thresholds: need allowed_lag >= 0 and 2 <= min_window <= window")
+        if min(self.stop_after_ms, self.stop_max_ms, self.empty_group_grace_ms, self.warn_after_ms,
+               self.trend_ms) <= 0 or self.min_distance_ms < 0:
             raise ValueError("thresholds: durations must be positive")
+        if self.stop_max_ms < self.stop_after_ms:
+            raise ValueError("thresholds: stop_max_ms must be >= stop_after_ms")
+        if self.stop_cadence_factor <= 0 or self.warn_cadence_factor <= 0 or not 0 < self.catching_up_ratio < 1:
+            raise ValueError("thresholds: factors must be positive and catching_up_ratio in (0, 1)")
+
+    def stop_after(self, cadence_ms: float | None) -> float:
+        """No-commit time before STOP for a group that usually commits every ``cadence_ms``."""
+        if cadence_ms is None:
+            return float(self.stop_after_ms)
+        return min(float(self.stop_max_ms), max(float(self.stop_after_ms), self.stop_cadence_factor * cadence_ms))
+
+    def warn_after(self, cadence_ms: float | None) -> float:
+        return max(float(self.warn_after_ms), self.warn_cadence_factor * (cadence_ms or 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """What the group's membership says about one partition.
+
+    ``membership_known`` is False for groups that never had members in the log (Kafka's "simple" groups:
+    consumers that ``assign()`` partitions and commit), where only commits can be judged.
+    """
+
+    membership_known: bool
+    group_empty: bool = False
+    owner: str | None = None  # member id that holds the partition now
+    owner_label: str = ""  # how the owner is named in reasons (client id, host)
+    owner_last_commit_ms: int | None = None  # newest commit of any partition the owner holds
+    # the owner's max.poll.interval.ms (its rebalance timeout): how long Kafka itself lets it go without polling
+    owner_poll_timeout_ms: int | None = None
+
+
+UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     status: Status
     rule: str  # name of the rule that decided
+    reason: str = ""
+
+
+# --- facts derived from the windows ---------------------------------------------------------------------------
 
 
 def _end_at(ends: Sequence[tuple[int, int]], t: int) -> int | None:
@@ -71,6 +121,16 @@ def _end_at(ends: Sequence[tuple[int, int]], t: int) -> int | None:
     return ends[-1][1]
 
 
+def _committed_at(offsets: Sequence[tuple[int, int]], t: int) -> int:
+    """The committed offset in force at ``t`` (the oldest one known for earlier times)."""
+    value = offsets[0][1]
+    for ts, off in offsets:
+        if ts > t:
+            break
+        value = off
+    return value
+
+
 def _passed_at(ends: Sequence[tuple[int, int]], committed: int) -> int | None:
     """Time of the first end sample beyond ``committed`` (None if the end never passed it)."""
     for t, e in ends:
@@ -79,30 +139,29 @@ def _passed_at(ends: Sequence[tuple[int, int]], committed: int) -> int | None:
     return None
 
 
+def commit_cadence_ms(offsets: Sequence[tuple[int, int]]) -> float | None:
+    """The usual time between commits of one partition: the median interval of its window (None below 2)."""
+    if len(offsets) < 2:
+        return None
+    gaps = sorted(b[0] - a[0] for a, b in zip(offsets, offsets[1:]))
+    return float(gaps[len(gaps) // 2])
+
+
+def lags_at_commits(offsets, ends) -> list[int]:
+    """Lag at each commit time, from the interpolated end-offset history."""
+    out = []
+    for t, off in offsets:
+        e = _end_at(ends, t)
+        out.append(0 if e is None else max(0, e - off))
+    return out
+
+
 # --- the rules: each a named predicate ------------------------------------------------------------------------
 
 
 def is_data_loss(committed: int, low_watermark: int) -> bool:
-    """Retention deleted records the group never consumed: its next fetch resets (scenario 9)."""
+    """Retention deleted records the group never consumed: its next fetch resets."""
     return low_watermark >= 0 and committed < low_watermark
-
-
-def is_caught_up(lag: int, th: Thresholds) -> bool:
-    """Lag within the allowance: OK whatever the commit age. This is what keeps idle partitions quiet."""
-    return lag <= th.allowed_lag
-
-
-def is_stopped(offsets, ends, now_ms: int, th: Thresholds) -> bool:
-    """No commit for ``stop_after_ms`` *and* the log end passed the committed offset at least that long ago.
-
-    Burrow measures only the commit age and suppresses the rule when a recent end sample was <= the commit; this
-    is the same idea stated directly: the consumer has been behind, without committing, for the whole period.
-    """
-    last_ts, last_off = offsets[-1]
-    if now_ms - last_ts <= th.stop_after_ms:
-        return False
-    passed = _passed_at(ends, last_off)
-    return passed is None or now_ms - passed > th.stop_after_ms
 
 
 def is_rewind(offsets) -> bool:
@@ -116,28 +175,18 @@ def is_rewind(offsets) -> bool:
     return rewound_from is not None and offsets[-1][1] < rewound_from
 
 
-def lags_at_commits(offsets, ends) -> list[int]:
-    """Lag at each commit time, from the interpolated end-offset history."""
-    out = []
-    for t, off in offsets:
-        e = _end_at(ends, t)
-        out.append(0 if e is None else max(0, e - off))
-    return out
+def is_caught_up(lag: int, th: Thresholds) -> bool:
+    """Lag within the allowance: OK whatever the commit age. This is what keeps idle partitions quiet."""
+    return lag <= th.allowed_lag
 
 
-def is_stalled(offsets, lags, now_ms: int, th: Thresholds) -> bool:
-    """Commits keep arriving but every one carries the same offset while lag stays above the allowance."""
-    first = offsets[0][1]
-    return (
-        all(off == first for _, off in offsets)
-        and all(lag > th.allowed_lag for lag in lags)
-        and now_ms - offsets[-1][0] <= th.stall_recent_ms
-    )
-
-
-def is_lag_growing(lags, th: Thresholds) -> bool:
-    """Lag above the allowance at every commit and never decreasing: the consumer is falling behind."""
-    return all(lag > th.allowed_lag for lag in lags) and all(b >= a for a, b in zip(lags, lags[1:])) and lags[-1] > lags[0]
+def is_stalled(offsets, lags, now_ms: int, stop_after: float, th: Thresholds) -> bool:
+    """The last ``min_window`` commits all carry the same offset, each made while lag was above the allowance,
+    and commits keep coming. Re-committing an offset while caught up (idle partitions) is not a stall."""
+    tail = offsets[-th.min_window:]
+    tail_lags = lags[-th.min_window:]
+    return (len(tail) >= th.min_window and all(off == tail[0][1] for _, off in tail)
+            and all(lag > th.allowed_lag for lag in tail_lags) and now_ms - offsets[-1][0] <= stop_after)
 
 
 def evaluate_partition(
@@ -147,6 +196,9 @@ def evaluate_partition(
     now_ms: int,
     th: Thresholds = Thresholds(),
     low_watermark: int = -1,
+    ownership: Ownership = UNKNOWN_OWNERSHIP,
+    previous: Status | None = None,
+    cadence_ms: float | None = None,
 ) -> Verdict:
     """Status of one group-partition.
 
@@ -154,30 +206,75 @@ def evaluate_partition(
         offsets: the commit window, oldest first: ``(commit time ms, committed offset)``.
         ends: end-offset history of the topic-partition, oldest first: ``(time ms, end offset)``.
         current_lag: lag now (already clamped, marker-aware), None when no end offset is known.
+        ownership: membership facts for this partition.
+        previous: the status the last evaluation gave (None: first evaluation).
+        cadence_ms: the group's usual commit interval (None: unknown); defaults to this partition's own.
     Raises:
         ValueError: an empty commit window.
     """
     if not offsets:
         raise ValueError("evaluate_partition needs at least one commit")
-    committed = offsets[-1][1]
+    last_commit_ms, committed = offsets[-1]
     if is_data_loss(committed, low_watermark):
-        return Verdict(Status.ERR, "data_loss")
+        return Verdict(Status.ERR, "data_loss",
+                       f"committed offset {committed} is below the log start {low_watermark}: records were deleted "
+                       "before this group read them")
     if current_lag is None:
-        return Verdict(Status.OK, "no_end_offsets")
-    if is_caught_up(current_lag, th):
-        return Verdict(Status.OK, "caught_up")
-    if is_stopped(offsets, ends, now_ms, th):
-        return Verdict(Status.STOP, "stopped")
-    if len(offsets) < th.min_window:
-        return Verdict(Status.OK, "window_incomplete")
+        return Verdict(Status.OK, "no_end_offsets", "no end offsets known yet")
     if is_rewind(offsets):
-        return Verdict(Status.REWIND, "rewind")
+        peak = max(off for _, off in offsets)
+        return Verdict(Status.REWIND, "rewind", f"committed offset went back from {peak} to {committed}")
+    if is_caught_up(current_lag, th):
+        return Verdict(Status.OK, "caught_up", "caught up")
+    cadence = cadence_ms if cadence_ms is not None else commit_cadence_ms(offsets)
+    stop_after = th.stop_after(cadence)
+    if cadence is None and (ownership.owner_poll_timeout_ms or 0) > 0:
+        # No cadence yet (a single commit so far): a member in the group gets as long as Kafka gives it between
+        # polls before it is called stuck, so a batch job's first long interval is not a false STOP.
+        stop_after = max(stop_after, float(min(ownership.owner_poll_timeout_ms, th.stop_max_ms)))
+    passed = _passed_at(ends, committed)
+    behind_ms = 0 if passed is None else now_ms - passed
+    idle_ms = now_ms - last_commit_ms
+    quiet_s = idle_ms / 1000.0
+    # No members at all: nothing is consuming. A short grace lets a one-member group restart.
+    if ownership.membership_known and ownership.group_empty:
+        if behind_ms > th.empty_group_grace_ms and idle_ms > th.empty_group_grace_ms:
+            return Verdict(Status.STOP, "no_members",
+                           f"the group has no members; {current_lag} behind, last commit {quiet_s:.0f} s ago")
+    elif idle_ms > stop_after and behind_ms > stop_after:
+        # No commit on this partition for longer than the group's cadence allows while it fell behind.
+        if not ownership.membership_known:
+            return Verdict(Status.STOP, "stopped",
+                           f"no commit for {quiet_s:.0f} s while {current_lag} behind")
+        if ownership.owner is None:
+            return Verdict(Status.STOP, "unowned",
+                           f"no member holds this partition; no commit for {quiet_s:.0f} s, {current_lag} behind")
+        owner_ms = ownership.owner_last_commit_ms
+        if owner_ms is not None and now_ms - owner_ms <= stop_after:
+            return Verdict(Status.WARN, "owner_busy_elsewhere",
+                           f"owner {ownership.owner_label} commits its other partitions but not this one for "
+                           f"{quiet_s:.0f} s; {current_lag} behind")
+        return Verdict(Status.STOP, "stuck_member",
+                       f"owner {ownership.owner_label} is still in the group but committed nothing for "
+                       f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
     lags = lags_at_commits(offsets, ends)
-    if is_stalled(offsets, lags, now_ms, th):
-        return Verdict(Status.STALL, "stalled")
-    if is_lag_growing(lags, th):
-        return Verdict(Status.WARN, "lag_growing")
-    return Verdict(Status.OK, "progressing")
+    if is_stalled(offsets, lags, now_ms, stop_after, th):
+        first = offsets[-th.min_window][0]
+        return Verdict(Status.STALL, "stalled",
+                       f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"
+                       f" s while lag grew to {current_lag}")
+    if behind_ms >= th.warn_after(cadence):
+        then = now_ms - th.trend_ms
+        end_then = _end_at(ends, then)
+        lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))
+        if lag_then is not None:
+            growing = current_lag > lag_then
+            catching_up = current_lag < lag_then * th.catching_up_ratio
+            if growing or (previous == Status.WARN and not catching_up):
+                return Verdict(Status.WARN, "falling_behind",
+                               f"{behind_ms / 1000:.0f} s behind; lag {lag_then} -> {current_lag} over the last "
+                               f"{th.trend_ms // 1000} s")
+    return Verdict(Status.OK, "progressing", "committing and keeping up")
 
 
 def group_status(statuses) -> Status:
@@ -185,5 +282,6 @@ def group_status(statuses) -> Status:
     return max(statuses, default=Status.OK)
 
 
-RULES = ("data_loss", "no_end_offsets", "caught_up", "stopped", "window_incomplete", "rewind", "stalled",
-         "lag_growing", "progressing")
+# The decision table, in evaluation order (docs/verdicts.md explains each row).
+RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unowned",
+         "owner_busy_elsewhere", "stuck_member", "stalled", "falling_behind", "progressing")

@@ -31,8 +31,9 @@ from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
-from .rebalance import RebalanceConfig, StormDetector
-from .rules import Status, Thresholds, evaluate_partition, group_status
+from .offsets import NO_STATUS
+from .rules import Ownership, Status, Thresholds, commit_cadence_ms, evaluate_partition, group_status
+from .verdicts import RebalanceConfig, RebalanceJudge
 from .share import ShareGroup
 from .states import GroupType, InconsistentRecord, ModelError
 from .streams import StreamsGroup
@@ -67,8 +68,8 @@ class ModelConfig:
 class GroupCoordinatorShard:
     """Replays one ``__consumer_offsets`` partition in offset order; emits events and snapshots."""
 
-    __slots__ = ("partition", "config", "groups", "offsets", "ends", "topic_names", "storms", "_events",
-                 "last_offset", "last_timestamp", "now_ms", "_statuses", "_deleted", "unknown_records",
+    __slots__ = ("partition", "config", "groups", "offsets", "ends", "topic_names", "judge", "_events",
+                 "last_offset", "last_timestamp", "now_ms", "_deleted", "unknown_records",
                  "_unknown_seen", "tracked_topics")
 
     def __init__(self, partition: int = -1, config: ModelConfig = ModelConfig()) -> None:
@@ -79,12 +80,11 @@ class GroupCoordinatorShard:
         self.offsets = OffsetStore(th.window, th.min_distance_ms)
         self.ends: dict[tuple[str, int], EndOffsetHistory] = {}
         self.topic_names: dict[bytes, str] = {}
-        self.storms = StormDetector(config.rebalance)
+        self.judge = RebalanceJudge(config.rebalance)
         self._events: list[ev.Event] = []
         self.last_offset = -1
         self.last_timestamp = -1
         self.now_ms = -1
-        self._statuses: dict[tuple[str, str, int], Status] = {}  # non-OK statuses only
         self._deleted: dict[str, tuple[GroupType, int]] = {}  # last tombstoned type per group id
         self.unknown_records = 0
         self._unknown_seen: set[tuple[int, int]] = set()
@@ -178,7 +178,6 @@ class GroupCoordinatorShard:
         k, v = rec.key, rec.value
         if v is None:
             if self.offsets.delete(k.group, k.topic, k.partition):
-                self._statuses.pop((k.group, k.topic, k.partition), None)
                 self._events.append(ev.OffsetDeleted(k.group, offset, ts, k.topic, k.partition))
             return
         if v.topic_id and any(v.topic_id):
@@ -190,7 +189,7 @@ class GroupCoordinatorShard:
         g = self.groups.pop(gid, None)
         if g is not None:
             self._deleted[gid] = (g.group_type, ts)
-            self.storms.forget(gid)
+            self.judge.forget(gid)
             self._events.append(ev.GroupDeleted(gid, offset, ts, g.group_type))
         return g
 
@@ -207,7 +206,7 @@ class GroupCoordinatorShard:
         if value is None:
             if g is not None:
                 if isinstance(g, ClassicGroup):
-                    g.replay(None, offset, ts, self.storms, self._events)
+                    g.replay(None, offset, ts, self.judge, self._events)
                 self._remove_group(gid, offset, ts)
             return
         if not isinstance(g, ClassicGroup):
@@ -217,7 +216,7 @@ class GroupCoordinatorShard:
                 self._remove_group(gid, offset, ts)
             g = self.groups[gid] = ClassicGroup(gid, rebalances=carried)
             self._created(gid, GroupType.CLASSIC, offset, ts)
-        g.replay(value, offset, ts, self.storms, self._events)
+        g.replay(value, offset, ts, self.judge, self._events)
         for m in g.members.values():
             self.tracked_topics.update(m.topics)
 
@@ -247,7 +246,7 @@ class GroupCoordinatorShard:
         if g is None:
             return
         if rec.value is not None:
-            g.replay_epoch(rec.value.epoch, rec.value.metadata_hash, offset, ts, self.storms, self._events)
+            g.replay_epoch(rec.value.epoch, rec.value.metadata_hash, offset, ts, self.judge, self._events)
             return
         if g.members:
             raise InconsistentRecord(f"group {gid} tombstoned with {len(g.members)} members left")
@@ -276,7 +275,7 @@ class GroupCoordinatorShard:
         g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
         if g is not None:
             g.replay_target_epoch(None if rec.value is None else rec.value.assignment_epoch, offset, ts,
-                                  self.storms, self._events)
+                                  self.judge, self._events)
 
     def _cg_target_member(self, rec, offset, ts, pid, txn) -> None:
         g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
@@ -382,6 +381,7 @@ class GroupCoordinatorShard:
         """
         if now_ms > self.now_ms:
             self.now_ms = now_ms
+            self._events.extend(self.judge.tick(now_ms))
         if topic_ids:
             for name, tid in topic_ids.items():
                 self.topic_names[tid] = name
@@ -468,10 +468,25 @@ class GroupCoordinatorShard:
     def _group_snapshot(self, gid: str, now: int, caught_up: bool) -> ev.GroupSnapshot:
         g = self.groups.get(gid)
         members = tuple(self.member_views(gid))
-        owners = {tp: m.member_id for m in members for tp in m.assignment}
+        owners = {tp: m for m in members for tp in m.assignment}
         th = self.config.thresholds
+        store = self.offsets
+        # Membership facts: a group that never had members in the log ("simple": assign() and commit) can only be
+        # judged by its commits; a group whose metadata is gone (DEAD) or that has no members is consumed by nobody.
+        simple = isinstance(g, ClassicGroup) and g.is_simple
+        known = not simple
+        empty = known and not members
+        rows = list(store.iter_group(gid))
+        windows = [store.window_of(gid, topic, p) for topic, p, *_ in rows]
+        cadences = [c for c in (commit_cadence_ms(w) for w in windows) if c is not None]
+        cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
+        owner_last: dict[str, int] = {}
+        for topic, p, _off, _epoch, _md, cts in rows:
+            m = owners.get((topic, p))
+            if m is not None and cts > owner_last.get(m.member_id, -1):
+                owner_last[m.member_id] = cts
         parts: list[ev.PartitionLag] = []
-        for topic, p, off, epoch, md, cts in self.offsets.iter_group(gid):
+        for (topic, p, off, epoch, md, cts), window in zip(rows, windows):
             h = self.ends.get((topic, p))
             end = lag = secs = None
             lower = loss = False
@@ -483,18 +498,22 @@ class GroupCoordinatorShard:
                 lwm = h.lwm
                 loss = 0 <= lwm and off < lwm
                 ends_list = list(zip(h.times, h.ends))
-            verdict = evaluate_partition(self.offsets.window_of(gid, topic, p), ends_list, lag, now, th, lwm)
-            status = verdict.status if (caught_up or verdict.status == Status.ERR) else Status.OK
-            key = (gid, topic, p)
-            old = self._statuses.get(key, Status.OK)
-            if status != old:
-                self._events.append(ev.StatusChanged(gid, self.last_offset, now, topic, p, old, status))
-                if status == Status.OK:
-                    del self._statuses[key]
-                else:
-                    self._statuses[key] = status
+            owner = owners.get((topic, p))
+            ownership = Ownership(known, empty, None if owner is None else owner.member_id,
+                                  "" if owner is None else f"{owner.client_id or owner.member_id}@{owner.host}",
+                                  None if owner is None else owner_last.get(owner.member_id),
+                                  None if owner is None else owner.rebalance_timeout_ms)
+            code = store.status_of(gid, topic, p)
+            previous = None if code == NO_STATUS else Status(code)
+            verdict = evaluate_partition(window, ends_list, lag, now, th, lwm, ownership, previous, cadence)
+            status, reason = verdict.status, verdict.reason
+            if not caught_up and status != Status.ERR:
+                status, reason = Status.OK, "replaying history: statuses are held until the log end is reached"
+            if status != previous:
+                self._events.append(ev.StatusChanged(gid, self.last_offset, now, topic, p, previous, status, reason))
+                store.set_status(gid, topic, p, int(status))
             parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
-                                         owners.get((topic, p))))
+                                         None if owner is None else owner.member_id, reason))
         topics: dict[str, list[ev.PartitionLag]] = {}
         for pl in parts:
             topics.setdefault(pl.topic, []).append(pl)
@@ -517,11 +536,14 @@ class GroupCoordinatorShard:
             else:
                 ptype, gen, aepoch, leader, cst, simple = None, g.group_epoch, g.assignment_epoch, None, None, False
                 assignor = g.preferred_assignor(self.config.default_assignor) if isinstance(g, ConsumerGroup) else ""
+        c = self.judge.counters(gid)
         return ev.GroupSnapshot(
             gid, gtype, state, ptype, assignor, gen, aepoch, leader, members, tuple(parts), topic_lags,
             sum(t.sum_lag for t in topic_lags), max((t.max_lag for t in topic_lags), default=0),
             max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
-            group_status(p.status for p in parts), rebal, last_rb, cst, simple)
+            group_status(p.status for p in parts), rebal, last_rb, cst, simple,
+            ev.GroupVerdicts(c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
+                             c.last_verdict, c.last_reason, c.last_verdict_ms))
 
     # ---- state serialization -------------------------------------------------------------------------------
 
@@ -533,7 +555,7 @@ class GroupCoordinatorShard:
         groups = tuple((g.group_type.value, g.to_tuple()) for g in self.groups.values())
         state = (self.partition, self.last_offset, self.last_timestamp, self.now_ms, groups, self.offsets.to_tuple(),
                  tuple((k, h.to_tuple()) for k, h in self.ends.items()), tuple(self.topic_names.items()),
-                 self.storms.to_tuple(), tuple((k, int(v)) for k, v in self._statuses.items()),
+                 self.judge.to_tuple(), (),
                  tuple((k, (t.value, ts)) for k, (t, ts) in self._deleted.items()), self.unknown_records,
                  tuple(self.tracked_topics))
         return _STATE_MAGIC + zlib.compress(pickle.dumps(state, protocol=5), 1)
@@ -556,8 +578,7 @@ class GroupCoordinatorShard:
         self.offsets = OffsetStore.from_tuple(t[5])
         self.ends = {k: EndOffsetHistory.from_tuple(h) for k, h in t[6]}
         self.topic_names = dict(t[7])
-        self.storms.load(t[8])
-        self._statuses = {k: Status(v) for k, v in t[9]}
+        self.judge.load(t[8])  # t[9] held non-OK statuses before they moved into the offset store
         self._deleted = {k: (GroupType(v[0]), v[1]) for k, v in t[10]}
         self.unknown_records = t[11]
         self.tracked_topics = set(t[12])

@@ -1,0 +1,393 @@
+"""Rebalance verdicts: storm, rolling restart, scale-out, scale-in and formation, judged again at every rebalance.
+
+A rebalance on its own says little: a deploy restarts every member once, a crash loop restarts the same ones over
+and over, and both write the same kind of records. What tells them apart is *who* leaves and *how long they had
+been there*, so the judge keeps, per group, when each current member joined and a sliding window of departures.
+
+Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md gives the reasons):
+
+* a **churn rebalance** changes membership (a member joined, left, or a static member came back). Epoch bumps with
+  the same members (metadata, subscription, cooperative follow-ups) never count.
+* a **flap** is a departure of a member that had been in the group less than ``flap_lifetime_ms`` (it crashed or
+  was killed soon after joining), or the third and later departure, within the window, of a member *identity*
+  (static ``group.instance.id``, else ``client.id@host``) that only one member holds (when every member shares
+  a default client id the identity says nothing, so only lifetimes count).
+* an **episode** is a run of churn rebalances, each less than ``settle_ms`` after the previous one. It is over
+  once the group has been quiet for ``settle_ms``.
+
+The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
+
+=================  =====================================================================================  ==========
+verdict            when                                                                                    reported
+=================  =====================================================================================  ==========
+storm              ≥ ``storm_rebalances`` churn rebalances and ≥ ``storm_flaps`` flaps in the window       at once
+storm_ended        an active storm and no churn rebalance for ``storm_quiet_ms``                           on time
+rolling_restart    the group never emptied; only members present at the episode's start left, at most     when every
+                   ``max(1, size // 4)`` per rebalance, each replaced, no flap; ≥ 2 left (or all of them)  member is
+                                                                                                           back, or at
+                                                                                                           settle
+formation          the episode started from an empty (or new) group and nobody left                        at settle
+scale_out          members only joined and they are new identities (not restarts of present ones)          at settle
+scale_in           members only left                                                                       at settle
+=================  =====================================================================================  ==========
+
+While a storm is active no other verdict is taken: its rebalances belong to the storm.
+
+No clock and no I/O: record-driven verdicts carry the rebalance record's offset and time; time-driven ones
+(settle, storm end) carry the offset of the episode's last rebalance and the time the quiet period elapsed, so a
+replay and a live run produce the same events.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from . import events as ev
+
+__all__ = ["RebalanceConfig", "RebalanceJudge", "VerdictCounters", "VERDICT_RULES"]
+
+VERDICT_RULES: tuple[tuple[str, str], ...] = (
+    ("storm", "repeated churn: members leaving soon after they joined, or the same identity leaving again and again"),
+    ("storm_ended", "an active storm and a quiet period without membership changes"),
+    ("rolling_restart", "members present before restarted one at a time, each replaced, size restored"),
+    ("formation", "a new or empty group gaining its members"),
+    ("scale_out", "members added, nobody left"),
+    ("scale_in", "members removed, nobody joined"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceConfig:
+    """How rebalances are judged.
+
+    Raises:
+        ValueError: a non-positive window or count.
+    """
+
+    storm_rebalances: int = 3  # churn rebalances in the window before a storm can be called
+    storm_window_ms: int = 600_000
+    storm_flaps: int = 2  # flaps in the window that make the churn a storm
+    flap_lifetime_ms: int = 30_000  # a member leaving sooner than this after joining flapped
+    identity_flap_departures: int = 3  # the n-th departure of one identity in the window is a flap
+    settle_ms: int = 20_000  # quiet time that ends an episode (and lets its verdict be taken)
+    storm_quiet_ms: int = 60_000  # quiet time that ends a storm
+    restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
+
+    def __post_init__(self) -> None:
+        if self.storm_rebalances < 2 or self.storm_flaps < 1 or self.identity_flap_departures < 2:
+            raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
+                             "identity_flap_departures >= 2 required")
+        if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms) <= 0:
+            raise ValueError("rebalance config: every duration must be positive")
+
+
+@dataclass(slots=True)
+class VerdictCounters:
+    """Per-group totals, kept in the checkpointed state so they survive restarts and equal a fresh replay."""
+
+    storms: int = 0
+    rolling_restarts: int = 0
+    scale_outs: int = 0
+    scale_ins: int = 0
+    formations: int = 0
+    storm_active: bool = False
+    last_verdict: str | None = None
+    last_reason: str = ""
+    last_verdict_ms: int | None = None
+
+
+@dataclass(slots=True)
+class _Episode:
+    start_ms: int
+    last_ms: int
+    last_offset: int
+    size_before: int
+    started_empty: bool
+    baseline: frozenset[str]  # member ids present when the episode began
+    size_now: int = 0
+    joins: int = 0
+    departures: int = 0
+    max_departures: int = 0  # most departures in one rebalance
+    outsider_departures: int = 0  # departures of members that joined during the episode
+    flaps: int = 0
+    went_empty: bool = False
+    restart_joins: int = 0  # joins whose identity was already held by a present member
+    rebalances: int = 0
+
+    def to_tuple(self) -> tuple:
+        return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
+                tuple(self.baseline), self.size_now, self.joins, self.departures, self.max_departures,
+                self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances)
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "_Episode":
+        return cls(t[0], t[1], t[2], t[3], t[4], frozenset(t[5]), *t[6:])
+
+
+@dataclass(slots=True)
+class _GroupJudgement:
+    members: dict[str, tuple[int, str]] = field(default_factory=dict)  # member id -> (joined ms, identity)
+    churn: deque = field(default_factory=deque)  # times of churn rebalances in the window
+    departures: deque = field(default_factory=deque)  # (time, identity, flap)
+    episode: _Episode | None = None
+    storm_since: int | None = None
+    storm_last_churn: int = -1
+    storm_last_offset: int = -1
+    storm_rebalances: int = 0
+    # single-member restarts that settled one by one (a slow rolling restart): (settled ms, start ms, rebalances)
+    chain: list = field(default_factory=list)
+    chain_reported: bool = False
+    counters: VerdictCounters = field(default_factory=VerdictCounters)
+
+    def to_tuple(self) -> tuple:
+        c = self.counters
+        return (tuple(self.members.items()), tuple(self.churn), tuple(self.departures),
+                None if self.episode is None else self.episode.to_tuple(), self.storm_since, self.storm_last_churn,
+                self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
+                (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
+                 c.last_verdict, c.last_reason, c.last_verdict_ms))
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "_GroupJudgement":
+        j = cls(dict(t[0]), deque(t[1]), deque(t[2]), None if t[3] is None else _Episode.from_tuple(t[3]),
+                t[4], t[5], t[6], t[7], list(t[8]), t[9])
+        j.counters = VerdictCounters(*t[10])
+        return j
+
+
+class RebalanceJudge:
+    """Judges every group's rebalances of one shard; see the module docstring for the rules."""
+
+    __slots__ = ("config", "groups")
+
+    def __init__(self, config: RebalanceConfig = RebalanceConfig()) -> None:
+        self.config = config
+        self.groups: dict[str, _GroupJudgement] = {}
+
+    # ---- input ---------------------------------------------------------------------------------------------
+
+    def baseline(self, group_id: str, offset: int, timestamp: int, identities: Mapping[str, str]) -> None:
+        """The first membership seen for a group (generation 1, or a new consumer group's first epoch): a
+        formation episode starts here."""
+        j = self.groups.setdefault(group_id, _GroupJudgement())
+        for mid, ident in identities.items():
+            j.members.setdefault(mid, (timestamp, ident))
+        if identities and j.episode is None and j.storm_since is None:
+            j.episode = _Episode(timestamp, timestamp, offset, 0, True, frozenset(), size_now=len(identities),
+                                 joins=len(identities))
+
+    def observe(self, rebalance: ev.Rebalance, before: Mapping[str, str], after: Mapping[str, str]) -> list[ev.Event]:
+        """Judges one rebalance; ``before``/``after`` map member ids to identities. Returns verdict events."""
+        cfg = self.config
+        gid, ts, offset = rebalance.group_id, rebalance.timestamp, rebalance.offset
+        j = self.groups.setdefault(gid, _GroupJudgement())
+        out: list[ev.Event] = []
+        out.extend(self._settle(gid, j, ts))  # an episode or storm that ended before this rebalance
+        joined = [m for m in after if m not in before]
+        left = [m for m in before if m not in after]
+        rejoined_static = ev.RebalanceCause.STATIC_MEMBER_REJOINED in rebalance.causes
+        if not joined and not left and not rejoined_static:
+            return out  # same members: metadata, subscription or cooperative follow-up; never churn
+        # Departures, judged against when each member joined.
+        holders: dict[str, int] = {}
+        for ident in before.values():
+            holders[ident] = holders.get(ident, 0) + 1
+        window_start = ts - cfg.storm_window_ms
+        while j.departures and j.departures[0][0] < window_start:
+            j.departures.popleft()
+        while j.churn and j.churn[0] < window_start:
+            j.churn.popleft()
+        flaps_now = 0
+        outsiders = 0
+        ep = j.episode
+        for mid in left:
+            joined_ms, ident = j.members.pop(mid, (None, before[mid]))
+            short = joined_ms is not None and ts - joined_ms < cfg.flap_lifetime_ms
+            repeats = sum(1 for _, i, _ in j.departures if i == ident) if holders.get(ident) == 1 else 0
+            flap = short or repeats + 1 >= cfg.identity_flap_departures
+            j.departures.append((ts, ident, flap))
+            flaps_now += flap
+            if ep is not None and mid not in ep.baseline:
+                outsiders += 1
+        present_idents = set(before.values())
+        restart_joins = 0
+        for mid in joined:
+            ident = after[mid]
+            if ident in present_idents:
+                restart_joins += 1
+            j.members[mid] = (ts, ident)
+        j.churn.append(ts)
+        # The episode this rebalance belongs to.
+        if ep is None:
+            ep = j.episode = _Episode(ts, ts, offset, len(before), len(before) == 0, frozenset(before))
+        ep.last_ms, ep.last_offset = ts, offset
+        ep.rebalances += 1
+        ep.size_now = len(after)
+        ep.joins += len(joined)
+        ep.departures += len(left)
+        ep.max_departures = max(ep.max_departures, len(left))
+        ep.outsider_departures += outsiders
+        ep.flaps += flaps_now
+        ep.restart_joins += restart_joins
+        ep.went_empty = ep.went_empty or (not after and bool(before))
+        # Storm: judged again at every churn rebalance.
+        flaps = sum(1 for _, _, f in j.departures if f)
+        if j.storm_since is not None:
+            j.storm_last_churn, j.storm_last_offset = ts, offset
+            j.storm_rebalances += 1
+        elif len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
+            j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], ts, offset
+            j.storm_rebalances = len(j.churn)
+            j.episode = None
+            reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s, {flaps} of them "
+                      f"members leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member "
+                      f"leaving again")
+            self._count(j, "storm", reason, ts)
+            j.counters.storm_active = True
+            out.append(ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
+                                         reason=reason))
+            return out
+        if j.storm_since is None and ep is not None:
+            done = self._rolling_restart_complete(ep)
+            if done:
+                out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
+        return out
+
+    def tick(self, now_ms: int) -> list[ev.Event]:
+        """Takes the verdicts that time decides (settled episodes, ended storms) up to ``now_ms``."""
+        out: list[ev.Event] = []
+        for gid, j in list(self.groups.items()):
+            if j.episode is None and j.storm_since is None:
+                continue
+            out.extend(self._settle(gid, j, now_ms))
+        return out
+
+    def forget(self, group_id: str) -> None:
+        self.groups.pop(group_id, None)
+
+    # ---- verdicts ------------------------------------------------------------------------------------------
+
+    def _settle(self, gid: str, j: _GroupJudgement, now_ms: int) -> list[ev.Event]:
+        cfg = self.config
+        out: list[ev.Event] = []
+        if j.storm_since is not None:
+            end = j.storm_last_churn + cfg.storm_quiet_ms
+            if now_ms >= end:
+                duration = (j.storm_last_churn - j.storm_since) / 1000.0
+                reason = (f"no membership change for {cfg.storm_quiet_ms // 1000} s after {j.storm_rebalances} "
+                          f"rebalances in {duration:.0f} s")
+                out.append(ev.StormEnded(gid, j.storm_last_offset, end, j.storm_rebalances, duration, j.storm_since,
+                                         reason=reason))
+                j.storm_since = None
+                j.counters.storm_active = False
+                j.counters.last_verdict, j.counters.last_reason, j.counters.last_verdict_ms = \
+                    "storm_ended", reason, end
+                j.episode = None
+            return out
+        ep = j.episode
+        if ep is None or now_ms < ep.last_ms + cfg.settle_ms:
+            return out
+        j.episode = None
+        at = ep.last_ms + cfg.settle_ms
+        verdict = None
+        chain = j.chain
+        if chain and ep.start_ms - chain[-1][0] > cfg.restart_chain_gap_ms:
+            chain.clear()
+            j.chain_reported = False
+        if ep.flaps:
+            verdict = None  # churn that did not reach a storm: the Rebalance events tell it
+        elif ep.started_empty and ep.departures == 0:
+            verdict = "formation"
+        elif self._rolling_restart_shape(ep) and ep.size_now >= ep.size_before:
+            if ep.departures >= 2:
+                verdict = "rolling_restart"
+            else:
+                # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
+                chain.append((at, ep.start_ms, ep.rebalances))
+                if len(chain) >= 2 and not j.chain_reported:
+                    j.chain_reported = True
+                    ep = _Episode(chain[0][1], ep.last_ms, ep.last_offset, ep.size_before, False, ep.baseline,
+                                  ep.size_now, len(chain), len(chain), 1, 0, 0, False, 0,
+                                  sum(c[2] for c in chain))
+                    verdict = "rolling_restart"
+                return out if verdict is None else out + [self._verdict(gid, j, verdict, ep.last_offset, at, ep)]
+        elif not ep.started_empty and ep.departures == 0 and ep.joins > ep.restart_joins \
+                and ep.size_now > ep.size_before:
+            verdict = "scale_out"
+        elif ep.joins == 0 and ep.departures > 0 and ep.size_now < ep.size_before:
+            verdict = "scale_in"
+        if verdict != "rolling_restart" or ep.departures >= 2:
+            chain.clear()
+            j.chain_reported = False
+        if verdict is not None:
+            out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep))
+        return out
+
+    @staticmethod
+    def _rolling_restart_shape(ep: _Episode) -> bool:
+        return (not ep.started_empty and not ep.went_empty and ep.flaps == 0 and ep.outsider_departures == 0
+                and ep.departures > 0 and ep.max_departures <= max(1, ep.size_before // 4)
+                and ep.departures <= ep.size_before and ep.joins >= ep.departures)
+
+    def _rolling_restart_complete(self, ep: _Episode) -> bool:
+        """Every member present at the start restarted once and the group is back to its size: no need to wait."""
+        return (self._rolling_restart_shape(ep) and ep.departures == ep.size_before and ep.size_before >= 2
+                and ep.size_now >= ep.size_before)
+
+    def _verdict(self, gid: str, j: _GroupJudgement, verdict: str, offset: int, at: int,
+                 ep: _Episode | None = None) -> ev.Event:
+        ep = ep if ep is not None else j.episode
+        assert ep is not None
+        j.episode = None
+        span = (ep.last_ms - ep.start_ms) / 1000.0
+        if verdict == "rolling_restart":
+            reason = (f"{ep.departures} of {ep.size_before} members restarted one at a time in {span:.0f} s, "
+                      f"size back to {ep.size_now}")
+            event: ev.Event = ev.RollingRestart(gid, offset, at, ep.rebalances, span, ep.start_ms, (),
+                                                reason=reason)
+        else:
+            reason = {
+                "formation": f"group formed with {ep.size_now} members in {span:.0f} s",
+                "scale_out": f"{ep.size_before} -> {ep.size_now} members, nobody left",
+                "scale_in": f"{ep.size_before} -> {ep.size_now} members, nobody joined",
+            }[verdict]
+            cls = {"formation": ev.GroupFormed, "scale_out": ev.ScaleOut, "scale_in": ev.ScaleIn}[verdict]
+            event = cls(gid, offset, at, ep.rebalances, span, ep.start_ms, ep.size_before, ep.size_now,
+                        reason=reason)
+        self._count(j, verdict, reason, at)
+        return event
+
+    @staticmethod
+    def _count(j: _GroupJudgement, verdict: str, reason: str, at: int) -> None:
+        c = j.counters
+        if verdict == "storm":
+            c.storms += 1
+        elif verdict == "rolling_restart":
+            c.rolling_restarts += 1
+        elif verdict == "scale_out":
+            c.scale_outs += 1
+        elif verdict == "scale_in":
+            c.scale_ins += 1
+        elif verdict == "formation":
+            c.formations += 1
+        c.last_verdict, c.last_reason, c.last_verdict_ms = verdict, reason, at
+
+    # ---- views and state -----------------------------------------------------------------------------------
+
+    def counters(self, group_id: str) -> VerdictCounters:
+        j = self.groups.get(group_id)
+        return j.counters if j is not None else VerdictCounters()
+
+    def active_storms(self) -> Iterable[str]:
+        return (g for g, j in self.groups.items() if j.storm_since is not None)
+
+    def to_tuple(self) -> tuple:
+        return ("judge1", tuple((g, j.to_tuple()) for g, j in self.groups.items()))
+
+    def load(self, t: tuple) -> None:
+        """Restores :meth:`to_tuple`; a state written before verdicts were judged this way starts empty."""
+        if not t or t[0] != "judge1":
+            return
+        self.groups = {g: _GroupJudgement.from_tuple(x) for g, x in t[1]}

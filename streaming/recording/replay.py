@@ -1,0 +1,123 @@
+"""Replays a recording through the job's own per-shard step and turns its events into a verdict timeline.
+
+Nothing here re-implements the model: every ``__consumer_offsets`` partition gets a :class:`streaming.step.ShardStep`
+(the code the Spark job runs per shard), fed one micro-batch per end-offset sample: the records written up to the
+sample's time and one heartbeat carrying the sample, stamped with the sample's own time. The ``group_events`` rows the
+steps return are what the job writes to Delta; :func:`timeline_from_events` reads verdicts out of such rows, so the
+replay and a live run are compared on the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Iterable, Iterator, Mapping
+
+import pyarrow as pa
+
+from ..heartbeat_format import encode_heartbeats
+from ..step import ShardStep, StepConfig
+from ..tables import SOURCE
+from .load import Recording
+
+__all__ = ["TimelineEntry", "replay_recording", "timeline_from_events", "VERDICT_OF_KIND"]
+
+# group_events kinds that carry a rebalance verdict, and the verdict's name in the timeline.
+VERDICT_OF_KIND: dict[str, str] = {
+    "RebalanceStorm": "storm",
+    "StormEnded": "storm_ended",
+    "RollingRestart": "rolling_restart",
+    "ScaleOut": "scale_out",
+    "ScaleIn": "scale_in",
+    "GroupFormed": "formation",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One verdict change, on the recording's own clock (``t_ms``)."""
+
+    t_ms: int
+    group: str
+    scope: str  # "group" (rebalance verdicts) or "partition" (statuses)
+    topic: str | None
+    partition: int | None
+    verdict: str
+    previous: str | None
+    reason: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+def _ms(value) -> int:
+    """An ``event_time`` cell (datetime or int ms) as epoch ms."""
+    if isinstance(value, int):
+        return value
+    return int(value.timestamp() * 1000)
+
+
+def timeline_from_events(rows: Iterable[Mapping]) -> list[TimelineEntry]:
+    """Verdict changes from ``group_events`` rows (dicts with the table's columns), in time order.
+
+    Status changes keep their ``old`` as ``previous``; a rebalance verdict's ``previous`` is the group's verdict
+    before it (None for its first).
+    """
+    out: list[TimelineEntry] = []
+    last_verdict: dict[str, str] = {}
+    ordered = sorted(rows, key=lambda r: (_ms(r["event_time"]), r["shard"], r["offset"], r["kind"],
+                                          r.get("topic") or "", r.get("partition") or 0))
+    for r in ordered:
+        kind = r["kind"]
+        detail = json.loads(r["detail"]) if r.get("detail") else {}
+        if kind == "StatusChanged":
+            out.append(TimelineEntry(_ms(r["event_time"]), r["group_id"], "partition", r["topic"], r["partition"],
+                                     r["new"], r["old"], detail.get("reason", "")))
+        elif kind in VERDICT_OF_KIND:
+            verdict = VERDICT_OF_KIND[kind]
+            gid = r["group_id"]
+            out.append(TimelineEntry(_ms(r["event_time"]), gid, "group", None, None, verdict, last_verdict.get(gid),
+                                     detail.get("reason", "")))
+            last_verdict[gid] = verdict
+    return out
+
+
+def _source_rows(records, heartbeat: bytes, heartbeat_topic: str, t_ms: int) -> pa.Table:
+    topics = ["__consumer_offsets"] * len(records) + [heartbeat_topic]
+    return pa.Table.from_pydict(
+        {
+            "key": [r.key for r in records] + [None],
+            "value": [r.value for r in records] + [heartbeat],
+            "topic": topics,
+            "partition": [r.partition for r in records] + [0],
+            "offset": [r.offset for r in records] + [0],
+            "timestamp": [r.timestamp * 1000 for r in records] + [t_ms * 1000],
+        },
+        schema=SOURCE,
+    )
+
+
+def replay_events(recording: Recording, config: StepConfig = StepConfig()) -> Iterator[dict]:
+    """Yields every ``group_events`` row the job's steps produce for the recording, batch by batch."""
+    steps = {p: ShardStep(p, config) for p in recording.partitions}
+    queues = {p: [r for r in recording.records if r.partition == p] for p in steps}
+    cursor = dict.fromkeys(steps, 0)
+    for seq, sample in enumerate(recording.samples):
+        ends = [(t, p, hw, lso, lw) for (t, p), (hw, lso, lw) in sorted(sample.ends.items())]
+        heartbeat = encode_heartbeats(sample.t_ms, "replay", seq, ends, chunk_size=max(1, len(ends)))[0]
+        for p, step in steps.items():
+            queue, i = queues[p], cursor[p]
+            j = i
+            while j < len(queue) and queue[j].timestamp <= sample.t_ms:
+                j += 1
+            cursor[p] = j
+            tables, _ = step.process(_source_rows(queue[i:j], heartbeat, config.heartbeat_topic, sample.t_ms),
+                                     wall_ms=sample.t_ms)
+            events = tables.get("group_events")
+            if events is not None:
+                yield from events.to_pylist()
+
+
+def replay_recording(recording: Recording, config: StepConfig = StepConfig()) -> list[TimelineEntry]:
+    """The verdict timeline of a recording, as the job would produce it."""
+    return timeline_from_events(replay_events(recording, config))
