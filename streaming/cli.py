@@ -48,8 +48,9 @@ def _register() -> None:
     from .run_command import heartbeat, run, status
     from .demo_command import demo
     from .simulate_command import simulate
+    from .recording.command import replay
 
-    for command in (demo, run, heartbeat, status, simulate):
+    for command in (demo, run, heartbeat, status, simulate, replay):
         cli.add_command(command)
 
 

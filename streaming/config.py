@@ -92,10 +92,23 @@ class ModelSettings(_Section):
     snapshot_interval_seconds: float = Field(10.0, gt=0)
     lag_interval_seconds: float = Field(60.0, gt=0)
     allowed_lag: int = Field(0, ge=0)
-    stop_after_seconds: float = Field(300.0, gt=0)
-    commit_window: int = Field(8, ge=1, le=100)
-    storm_rebalances: int = Field(5, ge=2)
+    # Statuses (docs/verdicts.md): no-commit time before STOP is the larger of stop_after_seconds and
+    # stop_cadence_factor commit intervals of the group; a group with no members and lag is STOP after
+    # empty_group_grace_seconds; nobody less than warn_after_seconds behind is WARN.
+    stop_after_seconds: float = Field(30.0, gt=0)
+    stop_cadence_factor: float = Field(5.0, gt=0)
+    stop_max_seconds: float = Field(3600.0, gt=0)
+    empty_group_grace_seconds: float = Field(10.0, gt=0)
+    warn_after_seconds: float = Field(10.0, gt=0)
+    commit_window: int = Field(8, ge=2, le=100)
+    # Rebalance verdicts (docs/verdicts.md): a storm is storm_rebalances membership changes with storm_flaps
+    # members leaving within flap_lifetime_seconds of joining, inside storm_window_seconds.
+    storm_rebalances: int = Field(3, ge=2)
     storm_window_seconds: float = Field(600.0, gt=0)
+    storm_flaps: int = Field(2, ge=1)
+    flap_lifetime_seconds: float = Field(30.0, gt=0)
+    settle_seconds: float = Field(20.0, gt=0)
+    storm_quiet_seconds: float = Field(60.0, gt=0)
     end_offset_history: int = Field(64, ge=2, le=10000)
 
 

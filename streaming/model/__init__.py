@@ -7,7 +7,7 @@ Public face only (re-exports); see ``shard.py`` for the entry point.
 from .describe import describe, render_text
 from .events import GroupSnapshot, PartitionLag, RebalanceCause, ShardSnapshot
 from .lag import EndOffsetSample
-from .rebalance import RebalanceConfig
+from .verdicts import RebalanceConfig
 from .rules import Status, Thresholds
 from .shard import CoordinatorModel, GroupCoordinatorShard, ModelConfig
 from .states import GroupType, InconsistentRecord, InvalidTransition, ModelError

@@ -1,4 +1,4 @@
-"""Rebalances: their causes from the records, partition movement, and storm versus rolling-restart detection.
+"""Rebalances: their causes from the records and partition movement (the verdicts are in ``verdicts``).
 
 Kafka writes nothing when a rebalance starts (spec §5.2: PreparingRebalance is in memory only); what the log shows is
 its outcome: a new classic generation with its members and assignments, or a KIP-848 group-epoch bump preceded by
@@ -9,13 +9,12 @@ before and after, which is exactly as far as the records go: the log cannot tell
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .events import RebalanceCause, RebalanceStorm, RollingRestart
+from .events import RebalanceCause
 
-__all__ = ["MemberView", "RebalanceConfig", "infer_causes", "movement", "StormDetector"]
+__all__ = ["MemberView", "infer_causes", "movement"]
 
 TP = tuple[str, int]
 
@@ -35,22 +34,6 @@ class MemberView:
     def identity(self) -> str:
         """Who the member is across restarts: its static instance id, else client id at host."""
         return self.instance_id if self.instance_id is not None else f"{self.client_id}@{self.host}"
-
-
-@dataclass(frozen=True, slots=True)
-class RebalanceConfig:
-    """Storm detection: ``storm_rebalances`` within ``storm_window_ms``.
-
-    Raises:
-        ValueError: non-positive values.
-    """
-
-    storm_rebalances: int = 5
-    storm_window_ms: int = 600_000
-
-    def __post_init__(self) -> None:
-        if self.storm_rebalances < 2 or self.storm_window_ms <= 0:
-            raise ValueError("rebalance config: storm_rebalances >= 2 and storm_window_ms > 0 required")
 
 
 def infer_causes(
@@ -128,73 +111,3 @@ def movement(
             else:
                 moved += 1
     return moved, stayed
-
-
-class StormDetector:
-    """Counts rebalances per group in a sliding window and tells a storm from a rolling restart.
-
-    A rolling restart (a deploy) bounces each member identity once: in the window only membership changed, every
-    identity left at most once, and the group ends the window as large as it started it, give or take the one
-    member being restarted right now (each departure was replaced). A storm is anything else that reaches the threshold: the same identities flapping, a group that keeps
-    shrinking or growing, or rebalances with no membership cause (metadata churn, unknown). Cooperative follow-up
-    rebalances are not reported here by the callers: they are the second half of one incremental rebalance.
-
-    One event is emitted when the window first reaches the threshold, and again for every further full window the
-    group stays at or above it (a storm that lasts an hour is reported six times at a 10-minute window, so a
-    counter of storms keeps rising while it lasts and alerts on its increase keep firing). Once the window drains
-    below the threshold the next event starts a new storm.
-    """
-
-    __slots__ = ("config", "recent", "alerting")
-
-    def __init__(self, config: RebalanceConfig = RebalanceConfig()) -> None:
-        self.config = config
-        self.recent: dict[str, deque] = {}
-        self.alerting: dict[str, int] = {}  # group -> timestamp of its last storm / rolling-restart event
-
-    def observe(self, group_id: str, offset: int, timestamp: int, causes: tuple[RebalanceCause, ...],
-                left_identities: tuple[str, ...], members_before: int = 0, members_after: int = 0):
-        """Records one rebalance; returns a RebalanceStorm, a RollingRestart or None."""
-        cfg = self.config
-        q = self.recent.setdefault(group_id, deque())
-        q.append((timestamp, causes, left_identities, members_before, members_after))
-        while q and q[0][0] < timestamp - cfg.storm_window_ms:
-            q.popleft()
-        if len(q) < cfg.storm_rebalances:
-            self.alerting.pop(group_id, None)
-            return None
-        last = self.alerting.get(group_id)
-        if last is not None and timestamp - last < cfg.storm_window_ms:
-            return None
-        self.alerting[group_id] = timestamp
-        seen: dict[str, int] = {}
-        membership_only = True
-        for _, cs, left, _, _ in q:
-            for ident in left:
-                seen[ident] = seen.get(ident, 0) + 1
-            if not set(cs) & {RebalanceCause.MEMBER_JOINED, RebalanceCause.MEMBER_LEFT,
-                              RebalanceCause.STATIC_MEMBER_REJOINED}:
-                membership_only = False
-        window_s = (timestamp - q[0][0]) / 1000.0
-        size_restored = q[-1][4] >= q[0][3] - 1  # mid-deploy, the member being restarted may still be out
-        if membership_only and seen and size_restored and all(n == 1 for n in seen.values()):
-            return RollingRestart(group_id, offset, timestamp, len(q), window_s, q[0][0], tuple(sorted(seen)))
-        return RebalanceStorm(group_id, offset, timestamp, len(q), window_s, q[0][0])
-
-    def forget(self, group_id: str) -> None:
-        self.recent.pop(group_id, None)
-        self.alerting.pop(group_id, None)
-
-    def to_tuple(self) -> tuple:
-        return (tuple((g, tuple((t, tuple(c.value for c in cs), left, mb, ma) for t, cs, left, mb, ma in q))
-                      for g, q in self.recent.items()), tuple(self.alerting.items()))
-
-    def load(self, t: tuple) -> None:
-        for g, items in t[0]:
-            self.recent[g] = deque((ts, tuple(RebalanceCause(c) for c in cs), left, mb, ma)
-                                   for ts, cs, left, mb, ma in items)
-        # Older states listed alerting groups without the time of their event: count that as "just now".
-        if all(isinstance(a, (tuple, list)) for a in t[1]):
-            self.alerting = {g: ts for g, ts in t[1]}
-        else:
-            self.alerting = {g: (self.recent[g][-1][0] if self.recent.get(g) else 0) for g in t[1]}

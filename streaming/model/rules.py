@@ -264,7 +264,9 @@ def evaluate_partition(
                        f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"
                        f" s while lag grew to {current_lag}")
     if behind_ms >= th.warn_after(cadence):
-        then = now_ms - th.trend_ms
+        # Compare with the lag a horizon ago, or at the oldest commit the window still holds if that is later
+        # (before it, the committed offset is not known).
+        then = max(now_ms - th.trend_ms, offsets[0][0])
         end_then = _end_at(ends, then)
         lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))
         if lag_then is not None:

@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..batch_sink import BatchSink
 from ..config import Settings
-from ..model.rebalance import RebalanceConfig
+from ..model.verdicts import RebalanceConfig
 from ..model.rules import Thresholds
 from ..model.shard import ModelConfig
 from ..step import StepConfig
@@ -33,9 +33,15 @@ class JobPlan:
 def step_config(settings: Settings) -> StepConfig:
     m = settings.model
     thresholds = Thresholds(allowed_lag=m.allowed_lag, window=m.commit_window, min_window=min(3, m.commit_window),
-                            stop_after_ms=int(m.stop_after_seconds * 1000))
+                            stop_after_ms=int(m.stop_after_seconds * 1000), stop_cadence_factor=m.stop_cadence_factor,
+                            stop_max_ms=int(max(m.stop_max_seconds, m.stop_after_seconds) * 1000),
+                            empty_group_grace_ms=int(m.empty_group_grace_seconds * 1000),
+                            warn_after_ms=int(m.warn_after_seconds * 1000))
     rebalance = RebalanceConfig(storm_rebalances=m.storm_rebalances,
-                                storm_window_ms=int(m.storm_window_seconds * 1000))
+                                storm_window_ms=int(m.storm_window_seconds * 1000), storm_flaps=m.storm_flaps,
+                                flap_lifetime_ms=int(m.flap_lifetime_seconds * 1000),
+                                settle_ms=int(m.settle_seconds * 1000),
+                                storm_quiet_ms=int(m.storm_quiet_seconds * 1000))
     return StepConfig(
         heartbeat_topic=settings.heartbeat.topic,
         offsets_topic=settings.source.offsets_topic,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from streaming.model.rebalance import RebalanceConfig
+from streaming.model.verdicts import RebalanceConfig
 from streaming.model.shard import ModelConfig
 from streaming.sinks.prometheus import MetricsServer, MetricsState, MonitorHealth, OffsetsPartitionHealth
 from tests.dashboards.promtools import PrometheusProcess

@@ -9,54 +9,105 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.model.rules import Status, Thresholds, evaluate_partition, group_status
+from streaming.model.rules import RULES, Ownership, Status, Thresholds, evaluate_partition, group_status
 
-TH = Thresholds(allowed_lag=0, min_window=3, window=8, stop_after_ms=300_000, stall_recent_ms=300_000)
+TH = Thresholds()  # defaults: STOP floor 30 s or 5 commit intervals, WARN from 10 s behind, trend over 30 s
 S = 1000
+ALONE = Ownership(membership_known=False)  # a simple group: commits are all there is
+OWNED = Ownership(True, False, "m1", "c1@h", None)  # owner present, its last commit filled in per case
+EMPTY = Ownership(True, True)
+
+
+def owned(last_commit_s: float) -> Ownership:
+    return Ownership(True, False, "m1", "c1@h", int(last_commit_s * S))
+
+
+def every(step: float, until: float, start: float = 0, offset0: int = 0, rate: float = 10):
+    """Commits every ``step`` s from ``start`` to ``until``, keeping pace with a producer at ``rate``/s."""
+    out, t = [], start
+    while t <= until:
+        out.append((t, offset0 + int(t * rate)))
+        t += step
+    return out[-8:]
+
+
+def produced(until: float, rate: float = 10, start: float = 0, offset0: int = 0, step: float = 1):
+    out, t = [], start
+    while t <= until:
+        out.append((t, offset0 + int(t * rate)))
+        t += step
+    return out[-64:]
+
 
 CASES = [
+    # (id, commits, ends, lag, now, low watermark, ownership, previous, expected status, rule)
     # 1. Idle partition: producer silent for hours, consumer caught up: OK although the last commit is old.
-    (1, [(0, 100)], [(0, 100), (7200, 100)], 0, 7200, -1, Status.OK, "caught_up"),
-    # 2. Healthy consumer: lag goes up and down between commits.
-    (2, [(0, 10), (60, 20), (120, 35), (180, 40)], [(0, 12), (60, 25), (120, 36), (180, 45)], 5, 180, -1,
-     Status.OK, "progressing"),
-    # 3. Falling behind: lag grows at every commit (2, 5, 9, 14).
-    (3, [(0, 10), (60, 20), (120, 30), (180, 40)], [(0, 12), (60, 25), (120, 39), (180, 54)], 14, 180, -1,
-     Status.WARN, "lag_growing"),
-    # 4. Stalled: commits keep coming with the same offset while the producer moves on.
-    (4, [(0, 50), (60, 50), (120, 50), (180, 50)], [(0, 60), (60, 70), (120, 80), (180, 90)], 40, 200, -1,
+    (1, [(0, 100)], [(0, 100), (7200, 100)], 0, 7200, -1, ALONE, None, Status.OK, "caught_up"),
+    # 2. Healthy consumer committing every second while the producer writes 10/s: a few records behind, OK.
+    (2, every(1, 100), produced(100.5), 5, 100.5, -1, owned(100), Status.OK, Status.OK, "progressing"),
+    # 3. Falling behind: consumes 5/s of 10/s for 100 s: 50 s behind and lag growing.
+    (3, every(1, 100, rate=5), produced(100), 500, 100, -1, owned(100), Status.OK, Status.WARN, "falling_behind"),
+    # 4. Same lag, but it was WARN and is not catching up (lag flat): WARN holds (no flapping).
+    (4, [(t, 10 * t) for t in range(93, 101)], [(t, 10 * t + 500) for t in range(40, 101)], 500,
+     100, -1, owned(100), Status.WARN, Status.WARN, "falling_behind"),
+    # 5. ... and the same flat lag from OK does not enter WARN: only growth does.
+    (5, [(t, 10 * t) for t in range(93, 101)], [(t, 10 * t + 500) for t in range(40, 101)], 500,
+     100, -1, owned(100), Status.OK, Status.OK, "progressing"),
+    # 6. Catching up after a backlog: lag halves over the horizon, OK although far behind.
+    (6, [(t, 20 * t) for t in range(65, 101, 5)], [(t, 10 * t + 2000) for t in range(40, 101)], 1000, 100, -1,
+     owned(100), Status.WARN, Status.OK, "progressing"),
+    # 7. Stalled: the same offset committed every 5 s while the producer moves on.
+    (7, [(80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1, owned(100), None,
      Status.STALL, "stalled"),
-    # 5. Stopped: no commit for 10 minutes, the log end passed the committed offset 10 minutes ago.
-    (5, [(0, 10), (60, 20), (120, 30)], [(0, 10), (60, 20), (120, 35), (700, 90)], 60, 720, -1,
-     Status.STOP, "stopped"),
-    # 6. Not stopped: the consumer was caught up until 30 s ago, when the producer resumed after an idle hour;
-    #    its last commit is an hour old only because nothing changed (librdkafka does not re-commit).
-    (6, [(0, 100)], [(0, 100), (3600, 100), (3630, 110)], 10, 3640, -1, Status.OK, "window_incomplete"),
-    # 7. Rewind: the offset went from 500 back to 100 (reset to earliest) and has not recovered.
-    (7, [(0, 400), (60, 500), (120, 100), (180, 150)], [(0, 500), (180, 600)], 450, 190, -1,
+    # 8. Idle partition re-committed every 5 s (caught up at every commit): OK, not a stall.
+    (8, [(80, 500), (85, 500), (90, 500), (95, 500)], [(0, 500), (95, 500), (96, 510)], 10, 96.5, -1,
+     owned(95), None, Status.OK, "progressing"),
+    # 9. Stuck: the owner is in the group and committed nothing for 40 s (cadence 1 s: STOP after 30 s).
+    (9, every(1, 60), produced(100), 400, 100, -1, owned(60), Status.OK, Status.STOP, "stuck_member"),
+    # 10. Busy elsewhere: this partition has no commit for 40 s but its owner committed another partition 1 s
+    #     ago (it drains one partition at a time): lagging, not stopped.
+    (10, every(1, 60), produced(100), 400, 100, -1, owned(99), Status.OK, Status.WARN, "owner_busy_elsewhere"),
+    # 11. Nobody in the group and new data for 15 s: STOP at once (after the 10 s grace).
+    (11, every(1, 60), produced(75), 150, 75, -1, EMPTY, Status.OK, Status.STOP, "no_members"),
+    # 12. ... but within the grace (a one-member group restarting) it is not STOP yet.
+    (12, every(1, 60), produced(66), 60, 66, -1, EMPTY, Status.OK, Status.OK, "progressing"),
+    # 13. A simple group (no membership in the log): no commit for 40 s while behind is STOP.
+    (13, every(1, 60), produced(100), 400, 100, -1, ALONE, Status.OK, Status.STOP, "stopped"),
+    # 14. A batch job committing every 600 s: 300 s since its last commit is within 5 intervals: not STOP, and
+    #     300 s behind is less than 3 intervals: not WARN either.
+    (14, [(t, 10 * t) for t in range(0, 3601, 600)], produced(3900, step=60), 3000, 3900, -1, owned(3600),
+     Status.OK, Status.OK, "progressing"),
+    # 15. Unowned: the group has members but none holds this partition, no commit for 40 s.
+    (15, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, None), Status.OK, Status.STOP,
+     "unowned"),
+    # 16. Rewind: the offset went from 500 back to 100 (reset to earliest) and has not recovered.
+    (16, [(0, 400), (60, 500), (120, 100), (180, 150)], [(0, 500), (180, 600)], 450, 190, -1, owned(180), None,
      Status.REWIND, "rewind"),
-    # 8. Recovered rewind: back above the pre-rewind peak, so no longer a rewind.
-    (8, [(0, 400), (60, 500), (120, 100), (180, 520)], [(0, 500), (180, 530)], 10, 190, -1,
+    # 17. Recovered rewind: back above the pre-rewind peak, so no longer a rewind.
+    (17, [(0, 400), (60, 500), (120, 100), (180, 520)], [(0, 500), (180, 530)], 10, 190, -1, owned(180), None,
      Status.OK, "progressing"),
-    # 9. Data loss: retention deleted records below offset 1000; the group committed 900.
-    (9, [(0, 900)], [(0, 2000)], 1100, 10, 1000, Status.ERR, "data_loss"),
-    # 10. Window not yet complete (2 commits < min_window 3): OK even though lag grew.
-    (10, [(0, 10), (60, 20)], [(0, 15), (60, 30)], 10, 60, -1, Status.OK, "window_incomplete"),
-    # 11. No end offsets yet (no heartbeat): cannot judge, OK.
-    (11, [(0, 10), (60, 20), (120, 30)], [], None, 120, -1, Status.OK, "no_end_offsets"),
-    # 12. Stall needs recent commits: same offsets but the last commit is 20 minutes old -> STOP, not STALL.
-    (12, [(0, 50), (60, 50), (120, 50)], [(0, 60), (1320, 90)], 40, 1320, -1, Status.STOP, "stopped"),
-    # 13. Within allowed lag (allowed_lag 0, lag 0) after a transaction marker: caught up.
-    (13, [(0, 99)], [(0, 100)], 0, 600, -1, Status.OK, "caught_up"),
+    # 18. Data loss: retention deleted records below offset 1000; the group committed 900.
+    (18, [(0, 900)], [(0, 2000)], 1100, 10, 1000, ALONE, None, Status.ERR, "data_loss"),
+    # 19. No end offsets yet (no heartbeat): cannot judge, OK.
+    (19, [(0, 10), (60, 20), (120, 30)], [], None, 120, -1, ALONE, None, Status.OK, "no_end_offsets"),
+    # 20. One commit so far (cadence unknown): a member gets its max.poll.interval (300 s here) before STOP;
+    #     100 s without a commit while falling behind is WARN meanwhile.
+    (20, [(0, 10)], produced(100), 990, 100, -1, Ownership(True, False, "m1", "c1@h", 0, 300_000), None,
+     Status.WARN, "falling_behind"),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"case{c[0]}" for c in CASES])
 def test_rules(case):
-    _, commits, ends, lag, now, lwm, status, rule = case
-    verdict = evaluate_partition([(t * S, o) for t, o in commits], [(t * S, e) for t, e in ends], lag, now * S, TH,
-                                 lwm)
-    assert (verdict.status, verdict.rule) == (status, rule)
+    _, commits, ends, lag, now, lwm, ownership, previous, status, rule = case
+    verdict = evaluate_partition([(int(t * S), o) for t, o in commits], [(int(t * S), e) for t, e in ends], lag,
+                                 int(now * S), TH, lwm, ownership, previous)
+    assert (verdict.status, verdict.rule) == (status, rule), verdict.reason
+    assert verdict.reason, "every verdict says why"
+
+
+def test_every_rule_is_exercised():
+    assert {c[-1] for c in CASES} == set(RULES)
 
 
 def test_status_order_harmless_to_worst():
@@ -65,8 +116,9 @@ def test_status_order_harmless_to_worst():
     assert group_status([]) == Status.OK
 
 
-@pytest.mark.parametrize("kwargs", [dict(allowed_lag=-1), dict(min_window=0), dict(window=2, min_window=3),
-                                    dict(stop_after_ms=0)])
+@pytest.mark.parametrize("kwargs", [dict(allowed_lag=-1), dict(min_window=1), dict(window=2, min_window=3),
+                                    dict(stop_after_ms=0), dict(stop_max_ms=10, stop_after_ms=20),
+                                    dict(catching_up_ratio=1.5)])
 def test_thresholds_validate(kwargs):
     with pytest.raises(ValueError):
         Thresholds(**kwargs)

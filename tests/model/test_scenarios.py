@@ -14,7 +14,7 @@ from protocol._wire import Uuid
 from streaming.model import events as ev
 from streaming.model.describe import describe, render_text
 from streaming.model.lag import EndOffsetHistory, EndOffsetSample, offset_lag
-from streaming.model.rebalance import RebalanceConfig
+from streaming.model.verdicts import RebalanceConfig
 from streaming.model.rules import Status, Thresholds
 from streaming.model.shard import GroupCoordinatorShard, ModelConfig
 

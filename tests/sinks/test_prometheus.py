@@ -19,7 +19,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from streaming.model.rebalance import RebalanceConfig
+from streaming.model.verdicts import RebalanceConfig
 from streaming.model.rules import Status
 from streaming.model.shard import ModelConfig
 from streaming.sinks.prometheus import (
