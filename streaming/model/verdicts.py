@@ -13,7 +13,8 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   (static ``group.instance.id``, else ``client.id@host``) that only one member holds (when every member shares
   a default client id the identity says nothing, so only lifetimes count).
 * an **episode** is a run of churn rebalances, each less than ``settle_ms`` after the previous one. It is over
-  once the group has been quiet for ``settle_ms``.
+  once the group has been quiet for ``settle_ms`` -- or for ``restart_wait_ms`` while the group is smaller than
+  when the episode began, so a member being rescheduled (a pod restarting for 30 s) can come back first.
 
 The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
 
@@ -72,6 +73,8 @@ class RebalanceConfig:
     flap_lifetime_ms: int = 30_000  # a member leaving sooner than this after joining flapped
     identity_flap_departures: int = 3  # the n-th departure of one identity in the window is a flap
     settle_ms: int = 20_000  # quiet time that ends an episode (and lets its verdict be taken)
+    restart_wait_ms: int = 60_000  # ... while the group is smaller than at the episode's start: time for the
+    # member that left to come back (a pod being rescheduled) before the departure is called a scale-in
     storm_quiet_ms: int = 60_000  # quiet time that ends a storm
     restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
 
@@ -79,7 +82,8 @@ class RebalanceConfig:
         if self.storm_rebalances < 2 or self.storm_flaps < 1 or self.identity_flap_departures < 2:
             raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
                              "identity_flap_departures >= 2 required")
-        if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms) <= 0:
+        if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms,
+               self.restart_wait_ms) <= 0:
             raise ValueError("rebalance config: every duration must be positive")
 
 
@@ -287,10 +291,13 @@ class RebalanceJudge:
                 j.episode = None
             return out
         ep = j.episode
-        if ep is None or now_ms < ep.last_ms + cfg.settle_ms:
+        if ep is None:
+            return out
+        quiet = cfg.settle_ms if ep.size_now >= ep.size_before or ep.went_empty else cfg.restart_wait_ms
+        if now_ms < ep.last_ms + quiet:
             return out
         j.episode = None
-        at = ep.last_ms + cfg.settle_ms
+        at = ep.last_ms + quiet
         verdict = None
         chain = j.chain
         if chain and ep.start_ms - chain[-1][0] > cfg.restart_chain_gap_ms:

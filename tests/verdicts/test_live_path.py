@@ -1,0 +1,68 @@
+"""The live path: the streaming job itself (groupscope_kafka source over a Kafka-protocol broker, local Spark,
+``applyInPandasWithState``, Delta sink) turns a real Kafka 4.0 recording into the same verdict timeline as the
+offline replay of that recording (:func:`streaming.recording.replay_recording`).
+
+The recording's ``__consumer_offsets`` records are produced into librdkafka's mock cluster at their own partitions,
+offsets and timestamps, one end-offset sample at a time, each followed by one heartbeat carrying the sample, and the
+job is held between samples so each of its micro-batches is exactly one replay batch (see ``live_harness``). The
+``group_events`` table the job wrote to Delta is read back and turned into a timeline with the same function the
+replay uses; the two must be equal entry by entry.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from deltalake import DeltaTable
+
+from streaming.recording import load_recording, replay_recording
+from streaming.recording.replay import timeline_from_events
+from streaming.spark.job import step_config
+from streaming.step import StepConfig
+from tests.conftest import shared_dir
+
+from .live_harness import live_settings, play_live, timeline_diff
+
+pytestmark = pytest.mark.spark
+
+SCENARIOS = ["stalled_consumer", "storm_crashloop"]
+
+
+def _java_available() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return bool(shutil.which("java") or (home and os.path.exists(os.path.join(home, "bin", "java"))))
+
+
+def recording_path(name: str):
+    path = shared_dir() / "conformance" / "verdicts" / name
+    if not path.is_dir():
+        pytest.fail(f"recording {name} not found at {path}")
+    return path
+
+
+def test_live_settings_give_the_replay_step_config(tmp_path):
+    """The live run uses exactly the step and model configuration the replay uses (``StepConfig()``)."""
+    assert step_config(live_settings("127.0.0.1:9", tmp_path)) == StepConfig()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_live_job_timeline_equals_replay(scenario, tmp_path):
+    if not _java_available():
+        pytest.skip("Java is not installed (no java on PATH, no JAVA_HOME): local Spark cannot start")
+    rec = load_recording(recording_path(scenario))
+    want = replay_recording(rec)
+    assert want, "the replay of the recording has verdicts to compare"
+    settings = live_settings("127.0.0.1:9", tmp_path)
+    assert step_config(settings) == StepConfig(), "the live job must judge with the replay's configuration"
+
+    run = play_live(rec, tmp_path)
+    assert len(run.batches) == len(rec.samples)
+
+    rows = DeltaTable(str(run.delta_path / "group_events")).to_pyarrow_table().to_pylist()
+    got = timeline_from_events(rows)
+    print(f"\n== {scenario}: {len(rec.samples)} samples, {len(rec.records)} records -> {len(run.batches)} "
+          f"micro-batches in {run.seconds:.0f} s; {len(rows)} group_events rows; timeline {len(got)} entries "
+          f"(replay {len(want)})")
+    assert got == want, f"{scenario}: the live job's timeline differs from the replay:\n{timeline_diff(want, got)}"
