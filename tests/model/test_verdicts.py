@@ -1,0 +1,151 @@
+"""The rebalance judge on membership shapes: the storm shapes seen on real Kafka, and the shapes that must never be
+called a storm (deploys, scale-outs, formation, static restarts). Driven through :class:`RebalanceJudge` directly
+with the membership each rebalance leaves behind, so each case reads as a timeline."""
+
+from __future__ import annotations
+
+from streaming.model import events as ev
+from streaming.model.states import GroupType
+from streaming.model.verdicts import RebalanceConfig, RebalanceJudge
+
+T0 = 1_800_000_000_000
+C = ev.RebalanceCause
+
+
+class Group:
+    """Feeds a judge the rebalances of one group, given as successive memberships ``{member id: identity}``."""
+
+    def __init__(self, first: dict[str, str], t: float = 0, config: RebalanceConfig = RebalanceConfig()) -> None:
+        self.judge = RebalanceJudge(config)
+        self.members = dict(first)
+        self.offset = 0
+        self.events: list[ev.Event] = []
+        self.judge.baseline("g", 0, T0 + int(t * 1000), first)
+
+    def to(self, members: dict[str, str], t: float) -> None:
+        self.offset += 1
+        before, self.members = self.members, dict(members)
+        joined = tuple(m for m in members if m not in before)
+        left = tuple(m for m in before if m not in members)
+        causes = tuple(c for c, on in ((C.MEMBER_JOINED, joined), (C.MEMBER_LEFT, left)) if on) or (C.UNKNOWN,)
+        rb = ev.Rebalance("g", self.offset, T0 + int(t * 1000), GroupType.CLASSIC, self.offset + 1, self.offset,
+                          causes, len(before), len(members), None, None, None, joined, left)
+        self.events += self.judge.observe(rb, before, members)
+
+    def wait(self, t: float) -> None:
+        self.events += self.judge.tick(T0 + int(t * 1000))
+
+    def verdicts(self) -> list[tuple[str, float]]:
+        return [(e.verdict, (e.timestamp - T0) / 1000) for e in self.events]
+
+
+def crew(*names: str, gen: int = 0) -> dict[str, str]:
+    return {f"{n}-{gen}": f"{n}@h" for n in names}
+
+
+def test_three_members_crash_looping_from_formation_is_a_storm():
+    """Every ~14 s all three instances are replaced (crashes, ghosts expiring): a storm by the 3rd rebalance."""
+    g = Group(crew("m1", "m2", "m3"), t=2)
+    for k in range(1, 7):
+        g.to(crew("m1", "m2", "m3", gen=k), 2 + 14 * k)
+    g.wait(2 + 14 * 6 + 60)
+    assert g.verdicts()[0] == ("storm", 44)  # the 3rd rebalance: members keep leaving 14 s after joining
+    assert [v for v, _ in g.verdicts()] == ["storm", "storm_ended"]
+
+
+def test_one_member_restarting_every_3_s_is_a_storm():
+    """A member of a stable group of 3 restarts every ~3 s for 45 s (each instance a new member id)."""
+    g = Group(crew("a", "b", "f"), t=0)
+    g.wait(60)  # formation settles
+    t = 60.0
+    for k in range(1, 16):
+        g.to({**crew("a", "b"), f"f-{k}": "f@h"}, t)
+        t += 3
+    verdicts = g.verdicts()
+    assert [v for v, _ in verdicts] == ["formation", "storm"]
+    assert verdicts[1][1] <= 66  # the 2nd replacement that left after 3 s
+
+
+def test_flapping_with_a_default_client_id_is_caught_by_lifetimes():
+    """All members share client.id "rdkafka" on one host, so identities say nothing; lifetimes still do."""
+    g = Group({"a": "rdkafka@h", "b": "rdkafka@h"}, t=0)
+    g.wait(30)
+    for k in range(6):
+        g.to({"a": "rdkafka@h", "b": "rdkafka@h", f"x{k}": "rdkafka@h"}, 40 + 10 * k)
+        g.to({"a": "rdkafka@h", "b": "rdkafka@h"}, 44 + 10 * k)
+    assert "storm" in [v for v, _ in g.verdicts()]
+
+
+def test_rolling_restart_one_at_a_time_is_reported_when_everyone_is_back():
+    g = Group(crew("m1", "m2", "m3", "m4"), t=0)
+    g.wait(40)
+    members = crew("m1", "m2", "m3", "m4")
+    t = 40.0
+    for i, name in enumerate(("m1", "m2", "m3", "m4")):
+        members.pop(f"{name}-0")
+        g.to(dict(members), t)
+        members[f"{name}-1"] = f"{name}@h"
+        g.to(dict(members), t + 3)
+        t += 10
+    assert g.verdicts() == [("formation", 20), ("rolling_restart", 73)]
+
+
+def test_slow_rolling_restart_pods_back_after_40_s_each():
+    """Each pod is away 40 s and the next goes 30 s after: episodes settle one by one; the 2nd makes it a rolling
+    restart, reported once, never a scale-in or scale-out."""
+    g = Group(crew("p1", "p2", "p3"), t=0)
+    g.wait(40)
+    members = crew("p1", "p2", "p3")
+    t = 100.0
+    for name in ("p1", "p2", "p3"):
+        members.pop(f"{name}-0")
+        g.to(dict(members), t)
+        members[f"{name}-1"] = f"{name}@h"
+        g.to(dict(members), t + 40)
+        t += 70
+        g.wait(t - 1)
+    g.wait(t + 120)
+    assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"]
+
+
+def test_scale_out_and_scale_in():
+    g = Group(crew("a", "b"), t=0)
+    g.wait(30)
+    g.to(crew("a", "b", "c"), 100)
+    g.to(crew("a", "b", "c", "d"), 105)
+    g.wait(126)
+    g.to(crew("a", "b"), 300)
+    g.wait(361)
+    assert g.verdicts() == [("formation", 20), ("scale_out", 125), ("scale_in", 360)]
+
+
+def test_ghost_restarts_are_not_a_scale_out():
+    """A killed member stays as a ghost until its session expires; its restart joins beside it (same identity).
+    The group grew, but nobody was added: no scale-out."""
+    g = Group(crew("a", "b"), t=0)
+    g.wait(30)
+    g.to({**crew("a", "b"), "b-1": "b@h"}, 100)
+    g.wait(125)
+    assert [v for v, _ in g.verdicts()] == ["formation"]
+
+
+def test_group_stopped_and_started_again_is_not_a_rolling_restart():
+    g = Group(crew("a"), t=0)
+    g.wait(30)
+    g.to({}, 60)
+    g.to(crew("a", gen=1), 80)
+    g.wait(200)
+    assert "rolling_restart" not in [v for v, _ in g.verdicts()]
+    assert "storm" not in [v for v, _ in g.verdicts()]
+
+
+def test_verdict_state_survives_a_round_trip():
+    g = Group(crew("a", "b", "f"), t=0)
+    g.wait(30)
+    for k in range(1, 5):
+        g.to({**crew("a", "b"), f"f-{k}": "f@h"}, 30 + 3 * k)
+    assert g.judge.counters("g").storm_active
+    restored = RebalanceJudge(g.judge.config)
+    restored.load(g.judge.to_tuple())
+    assert restored.to_tuple() == g.judge.to_tuple()
+    assert restored.counters("g").storms == 1 and restored.counters("g").storm_active
