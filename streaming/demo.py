@@ -35,17 +35,17 @@ class DemoOptions:
 
 
 def _group_rows(view) -> list[dict[str, Any]]:
-    counters = view.counters
+    from .status_view import sort_by_severity, verdict_columns
+
     rows = []
-    for gid, g in sorted(view.groups.items()):
-        c = counters.get(gid)
+    for gid, g in view.groups.items():
         rows.append({
             "group": gid, "type": g.get("group_type"), "state": g.get("state"), "members": g.get("member_count"),
             "lag": g.get("sum_lag"), "max_lag": g.get("max_lag"), "lag_seconds": g.get("max_lag_seconds"),
-            "status": g.get("status"), "rebalances_1h": g.get("rebalances"),
-            "storms": getattr(c, "storms", 0) if c is not None else 0,
+            "status": g.get("status"), "rebalances_1h": g.get("rebalances"), "storms": g.get("storms") or 0,
+            **verdict_columns(g),
         })
-    return rows
+    return sort_by_severity(rows)
 
 
 def _progress_line(job, started: float, sim) -> str:

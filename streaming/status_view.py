@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 
 from .sinks.delta import DeltaSink
 
-__all__ = ["load_status", "render_status", "status_table"]
+__all__ = ["load_status", "render_status", "status_table", "verdict_columns", "sort_by_severity"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
 
@@ -27,14 +27,37 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
         if e["kind"] == "Rebalance" and t is not None and t >= hour_ago:
             recent[e["group_id"]] = recent.get(e["group_id"], 0) + 1
     rows = []
-    for g in sorted(groups, key=lambda g: g["group_id"]):
+    for g in groups:
         rows.append({
             "group": g["group_id"], "type": g["group_type"], "state": g["state"], "members": g["member_count"],
             "lag": g["sum_lag"], "max_lag": g["max_lag"], "lag_seconds": g["max_lag_seconds"],
             "status": g["status"], "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
-            "updated": g["updated_time"],
+            "updated": g["updated_time"], **verdict_columns(g),
         })
-    return rows
+    return sort_by_severity(rows)
+
+
+_SEVERITY = {"ERR": 5, "REWIND": 4, "STOP": 3, "STALL": 2, "WARN": 1, "OK": 0}
+
+
+def verdict_columns(g: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict and the reason a person should read first: an active storm, else the status's reason when the
+    group is not OK, else its latest rebalance verdict."""
+    storm = bool(g.get("storm_active"))
+    verdict = "STORM" if storm else (g.get("verdict") or "")
+    if storm:
+        why = g.get("verdict_reason") or ""
+    elif g.get("status") not in (None, "OK"):
+        why = g.get("status_reason") or ""
+    else:
+        why = g.get("verdict_reason") or "" if g.get("verdict") not in (None, "formation") else ""
+    return {"verdict": verdict, "storm_active": storm, "why": why}
+
+
+def sort_by_severity(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Worst first: active storms, then by status (ERR ... OK), then by lag, then by name."""
+    return sorted(rows, key=lambda r: (not r.get("storm_active"), -_SEVERITY.get(r.get("status") or "OK", 0),
+                                       -(r.get("lag") or 0), r["group"]))
 
 
 def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebalances_header: str = "REBALANCES 1H"):
@@ -42,8 +65,10 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
 
     table = Table(title=title, header_style="bold")
     for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
-                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right")):
+                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right"),
+                          ("VERDICT", "left")):
         table.add_column(name, justify=justify)
+    table.add_column("WHY", justify="left", overflow="fold", max_width=60)
     for r in rows:
         secs = r["lag_seconds"]
         status = r["status"] or "-"
@@ -51,6 +76,8 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
             r["group"], r["type"] or "-", r["state"] or "-", str(r["members"] if r["members"] is not None else "-"),
             f"{r['lag']:,}" if r["lag"] is not None else "-", f"{secs:,.1f}" if secs is not None else "-",
             f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
+            f"[bold red]{r.get('verdict')}[/]" if r.get("storm_active") else (r.get("verdict") or ""),
+            r.get("why") or "",
         )
     return table
 

@@ -106,6 +106,7 @@ LAG = pa.schema(
         ("lag_seconds_lower_bound", pa.bool_()),
         ("data_loss_risk", pa.bool_()),
         ("status", pa.string()),
+        ("status_reason", pa.string()),
         ("owner", pa.string()),
         ("commit_time", TS),
         ("snapshot_date", pa.date32()),
@@ -148,6 +149,15 @@ GROUPS = pa.schema(
         ("status", pa.string()),
         ("data_loss_partitions", pa.int32()),
         ("rebalances", pa.int64()),
+        # rebalance verdicts, from the checkpointed model (they survive restarts and equal a fresh replay)
+        ("storms", pa.int64()),
+        ("rolling_restarts", pa.int64()),
+        ("scale_outs", pa.int64()),
+        ("scale_ins", pa.int64()),
+        ("storm_active", pa.bool_()),
+        ("verdict", pa.string()),  # the group's latest rebalance verdict (storm, rolling_restart, ...)
+        ("verdict_reason", pa.string()),
+        ("status_reason", pa.string()),  # why the worst partition has the group's status
         ("last_rebalance_time", TS),
         ("last_commit_time", TS),
         ("state_time", TS),
@@ -261,6 +271,14 @@ def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: b
         "status": snapshot.status.name,
         "data_loss_partitions": sum(1 for p in snapshot.partitions if p.data_loss_risk),
         "rebalances": snapshot.rebalances,
+        "storms": snapshot.verdicts.storms,
+        "rolling_restarts": snapshot.verdicts.rolling_restarts,
+        "scale_outs": snapshot.verdicts.scale_outs,
+        "scale_ins": snapshot.verdicts.scale_ins,
+        "storm_active": snapshot.verdicts.storm_active,
+        "verdict": snapshot.verdicts.last_verdict,
+        "verdict_reason": snapshot.verdicts.last_reason or None,
+        "status_reason": _worst_reason(snapshot),
         "last_rebalance_time": _ms(snapshot.last_rebalance_timestamp),
         "last_commit_time": _ms(last_commit),
         "state_time": _ms(snapshot.current_state_timestamp),
@@ -268,6 +286,14 @@ def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: b
         "deleted": deleted,
         "updated_time": now_ms,
     }
+
+
+def _worst_reason(snapshot: ev.GroupSnapshot) -> str | None:
+    """The reason of the first partition with the group's (worst) status, named by topic and partition."""
+    for p in snapshot.partitions:
+        if p.status == snapshot.status:
+            return f"{p.topic}:{p.partition}: {p.status_reason}" if p.status_reason else None
+    return None
 
 
 def partition_rows(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int) -> list[dict[str, Any]]:
@@ -286,6 +312,7 @@ def partition_rows(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int) -> li
             "lag_seconds_lower_bound": p.lag_seconds_lower_bound,
             "data_loss_risk": p.data_loss_risk,
             "status": p.status.name,
+            "status_reason": p.status_reason or None,
             "owner": p.owner,
             "commit_time": _ms(p.commit_timestamp),
             "snapshot_date": day,

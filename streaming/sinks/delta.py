@@ -60,8 +60,9 @@ class DeltaSink:
             if name == "groups":
                 self._merge_groups(dt, table, commit)
             else:
+                # schema_mode="merge": tables written by an older version gain the newer columns (null before).
                 write_deltalake(self.path(name), table, mode="append", partition_by=PARTITION_COLUMNS[name] or None,
-                                storage_options=self.storage_options, commit_properties=commit)
+                                storage_options=self.storage_options, commit_properties=commit, schema_mode="merge")
             written[name] = table.num_rows
         return written
 
@@ -74,7 +75,7 @@ class DeltaSink:
             return
         (
             dt.merge(table, predicate="t.group_id = s.group_id", source_alias="s", target_alias="t",
-                     commit_properties=commit)
+                     commit_properties=commit, merge_schema=True)
             .when_matched_delete(predicate="s.deleted")
             .when_matched_update_all()
             .when_not_matched_insert_all(predicate="NOT s.deleted")

@@ -122,10 +122,19 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("kafka_consumergroup_rebalances_total", "counter", "group", _G,
        "Completed rebalances (generation or group-epoch bumps) the model has seen for the group."),
     _m("kafka_consumergroup_rebalance_storms_total", "counter", "group", _G,
-       "Rebalance storms: too many rebalances in the window that are not a rolling restart (counted again for "
-       "every further full window the storm lasts)."),
+       "Rebalance storms that began (members leaving soon after joining, or the same member leaving again and "
+       "again); from the checkpointed model, so restarts of the job keep the count."),
+    _m("kafka_consumergroup_rebalance_storm_active", "gauge", "group", _G,
+       "1 while a rebalance storm lasts (until a quiet period without membership changes), else 0."),
     _m("kafka_consumergroup_rolling_restarts_total", "counter", "group", _G,
-       "Rolling restarts: many rebalances in the window, but every member identity restarted at most once."),
+       "Rolling restarts: members present before restarted one at a time, each replaced, size restored."),
+    _m("kafka_consumergroup_scale_outs_total", "counter", "group", _G,
+       "Scale-outs: members added and nobody left, once the group settled."),
+    _m("kafka_consumergroup_scale_ins_total", "counter", "group", _G,
+       "Scale-ins: members removed and nobody joined, once the group settled."),
+    _m("kafka_consumergroup_rebalance_verdict", "gauge", "group", ("cluster", "group", "verdict"),
+       "1 for the group's latest rebalance verdict (storm, storm_ended, rolling_restart, scale_out, scale_in, "
+       "formation)."),
     _m("kafka_consumergroup_rebalance_partitions_moved_total", "counter", "group", _G,
        "Partitions that changed owner, summed over the group's rebalances."),
     _m("kafka_consumergroup_last_rebalance_partitions_moved", "gauge", "group", _G,
@@ -306,8 +315,6 @@ class MonitorHealth:
 class GroupCounters:
     """What only the event stream tells about a group (the group row carries everything else)."""
 
-    storms: int = 0
-    rolling_restarts: int = 0
     partitions_moved: int = 0
     last_partitions_moved: int | None = None
     causes: tuple[tuple[str, int], ...] = ()  # (cause, count), sorted by cause
@@ -347,8 +354,7 @@ class MetricsState:
     * Partition rows (``LAG``) come per group snapshot, all of a group's partitions at once: they replace that
       group's partitions, so an offset that is gone from the snapshot is gone here. A group row with no
       partitions clears them too.
-    * Event rows (``GROUP_EVENTS``) feed the counters no row carries (storms, rolling restarts, partitions moved,
-      causes) and deletions: ``OffsetDeleted`` removes the partition; ``GroupDeleted`` or ``OffsetDeleted`` for a
+    * Event rows (``GROUP_EVENTS``) feed the counters no row carries (partitions moved, causes) and deletions: ``OffsetDeleted`` removes the partition; ``GroupDeleted`` or ``OffsetDeleted`` for a
       group that has no live row in the same batch removes the group (the step emits a row for every group its
       records touched while the model still knows it, so no row means the group is gone).
     * Event counters are counted once per ``batch_id``: a micro-batch that Spark re-runs after a failure does
@@ -457,11 +463,7 @@ class MetricsState:
 
     def _count_event(self, kind: str | None, gid: str, e: Mapping[str, Any]) -> None:
         c = self._counters.get(gid, GroupCounters())
-        if kind == "RebalanceStorm":
-            c = replace(c, storms=c.storms + 1)
-        elif kind == "RollingRestart":
-            c = replace(c, rolling_restarts=c.rolling_restarts + 1)
-        elif kind == "Rebalance":
+        if kind == "Rebalance":
             moved = e.get("partitions_moved")
             if moved is not None:
                 c = replace(c, partitions_moved=c.partitions_moved + int(moved), last_partitions_moved=int(moved))
@@ -597,8 +599,13 @@ class GroupscopeCollector:
             put("kafka_consumergroup_rebalances_total", g, _number(r.get("rebalances")) or 0.0)
             # Counters start at 0 with the group, so the first storm is an increase rate() can see.
             k = view.counters.get(gid, GroupCounters())
-            put("kafka_consumergroup_rebalance_storms_total", g, float(k.storms))
-            put("kafka_consumergroup_rolling_restarts_total", g, float(k.rolling_restarts))
+            put("kafka_consumergroup_rebalance_storms_total", g, _number(r.get("storms")) or 0.0)
+            put("kafka_consumergroup_rebalance_storm_active", g, 1.0 if r.get("storm_active") else 0.0)
+            put("kafka_consumergroup_rolling_restarts_total", g, _number(r.get("rolling_restarts")) or 0.0)
+            put("kafka_consumergroup_scale_outs_total", g, _number(r.get("scale_outs")) or 0.0)
+            put("kafka_consumergroup_scale_ins_total", g, _number(r.get("scale_ins")) or 0.0)
+            if r.get("verdict"):
+                put("kafka_consumergroup_rebalance_verdict", [c, gid, str(r["verdict"])], 1.0)
             put("kafka_consumergroup_rebalance_partitions_moved_total", g, float(k.partitions_moved))
             put("kafka_consumergroup_last_rebalance_partitions_moved", g, _number(k.last_partitions_moved))
             for cause, n in k.causes:
