@@ -48,7 +48,7 @@ def live_settings(bootstrap: str, root: Path) -> Settings:
         "kafka": {"bootstrap.servers": bootstrap},
         "heartbeat": {"enabled": False},
         "metrics": {"enabled": False},
-        "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 0, "shuffle_partitions": 2},
+        "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 0.25, "shuffle_partitions": 2},
         "delta": {"path": str(root / "delta")},
     })
 
