@@ -252,12 +252,19 @@ def overview() -> db.Dashboard:
                         "busiest groups.",
                         q(f"topk(10, sum by (group) (increase(kafka_consumergroup_rebalances_total{{{sel}}}"
                           "[$__rate_interval])))", "{{group}}"), bars=True, span=8))
-    d = d.with_panel(ts(ids, "Storms and rolling restarts", "Rebalance storms (too many rebalances, not a deploy) and "
-                        "rolling restarts (each member restarted once) as they are detected.",
+    d = d.with_panel(ts(ids, "Storms and rolling restarts", "Groups in a rebalance storm right now (members leaving "
+                        "soon after joining), and storms, rolling restarts, scale-outs and scale-ins as they are "
+                        "judged.",
+                        q(f"sum by (group) (kafka_consumergroup_rebalance_storm_active{{{sel}}}) > 0",
+                          "storm active: {{group}}"),
                         q(f"sum by (group) (increase(kafka_consumergroup_rebalance_storms_total{{{sel}}}"
                           "[$__rate_interval])) > 0", "storm: {{group}}"),
                         q(f"sum by (group) (increase(kafka_consumergroup_rolling_restarts_total{{{sel}}}"
                           "[$__rate_interval])) > 0", "rolling restart: {{group}}"),
+                        q(f"sum by (group) (increase(kafka_consumergroup_scale_outs_total{{{sel}}}"
+                          "[$__rate_interval])) > 0", "scale-out: {{group}}"),
+                        q(f"sum by (group) (increase(kafka_consumergroup_scale_ins_total{{{sel}}}"
+                          "[$__rate_interval])) > 0", "scale-in: {{group}}"),
                         bars=True, span=8))
     d = d.with_panel(ts(ids, "Partitions moved", "Partitions that changed owner in rebalances, per interval.",
                         q(f"topk(10, sum by (group) (increase("
@@ -392,7 +399,11 @@ def group() -> db.Dashboard:
                         q(f"increase(kafka_consumergroup_rebalances_total{{{g}}}[$__rate_interval])", "rebalances"),
                         q(f"increase(kafka_consumergroup_rebalance_storms_total{{{g}}}[$__rate_interval])", "storms"),
                         q(f"increase(kafka_consumergroup_rolling_restarts_total{{{g}}}[$__rate_interval])",
-                          "rolling restarts"), bars=True))
+                          "rolling restarts"),
+                        q(f"kafka_consumergroup_rebalance_storm_active{{{g}}}", "storm active"), bars=True))
+    d = d.with_panel(ts(ids, "Rebalance verdict", "The group's latest rebalance verdict (storm, storm_ended, "
+                        "rolling_restart, scale_out, scale_in, formation), judged again at every rebalance.",
+                        q(f"kafka_consumergroup_rebalance_verdict{{{g}}} == 1", "{{verdict}}"), bars=True))
     return d
 
 
