@@ -245,8 +245,8 @@ class RebalanceJudge:
             j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], ts, offset
             j.storm_rebalances = len(j.churn)
             j.episode = None
-            reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s, {flaps} of them "
-                      f"members leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member "
+            reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} departures "
+                      f"were members leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member "
                       f"leaving again")
             self._count(j, "storm", reason, ts)
             j.counters.storm_active = True
