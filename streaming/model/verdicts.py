@@ -119,11 +119,13 @@ class _Episode:
     went_empty: bool = False
     restart_joins: int = 0  # joins whose identity was already held by a present member
     rebalances: int = 0
+    replaced_departures: int = 0  # departures of a ghost whose identity stays with its new instance
 
     def to_tuple(self) -> tuple:
         return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
                 tuple(self.baseline), self.size_now, self.joins, self.departures, self.max_departures,
-                self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances)
+                self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
+                self.replaced_departures)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_Episode":
@@ -205,6 +207,10 @@ class RebalanceJudge:
             j.churn.popleft()
         flaps_now = 0
         outsiders = 0
+        replaced = 0
+        holders_after: dict[str, int] = {}
+        for ident in after.values():
+            holders_after[ident] = holders_after.get(ident, 0) + 1
         ep = j.episode
         for mid in left:
             joined_ms, ident = j.members.pop(mid, (None, before[mid]))
@@ -215,12 +221,15 @@ class RebalanceJudge:
             flaps_now += flap
             if ep is not None and mid not in ep.baseline:
                 outsiders += 1
-        present_idents = set(before.values())
+            # A member killed without leaving stays until its session expires, beside its own new instance: its
+            # departure then completes a restart (only telling when the identity belongs to these two alone).
+            if holders.get(ident) == 2 and holders_after.get(ident) == 1:
+                replaced += 1
         restart_joins = 0
         for mid in joined:
             ident = after[mid]
-            if ident in present_idents:
-                restart_joins += 1
+            if holders.get(ident) == 1:
+                restart_joins += 1  # a new instance beside its ghost, not an added member
             j.members[mid] = (ts, ident)
         j.churn.append(ts)
         # The episode this rebalance belongs to.
@@ -235,6 +244,7 @@ class RebalanceJudge:
         ep.outsider_departures += outsiders
         ep.flaps += flaps_now
         ep.restart_joins += restart_joins
+        ep.replaced_departures += replaced
         ep.went_empty = ep.went_empty or (not after and bool(before))
         # Storm: judged again at every churn rebalance.
         flaps = sum(1 for _, _, f in j.departures if f)
@@ -320,6 +330,17 @@ class RebalanceJudge:
                                   sum(c[2] for c in chain))
                     verdict = "rolling_restart"
                 return out if verdict is None else out + [self._verdict(gid, j, verdict, ep.last_offset, at, ep)]
+        elif not ep.started_empty and ep.joins == ep.restart_joins and ep.departures == ep.replaced_departures:
+            # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
+            # of capacity. Each completed one counts towards a slow rolling restart.
+            for _ in range(ep.replaced_departures):
+                chain.append((at, ep.start_ms, ep.rebalances))
+            if len(chain) >= 2 and ep.replaced_departures and not j.chain_reported:
+                j.chain_reported = True
+                ep = _Episode(chain[0][1], ep.last_ms, ep.last_offset, ep.size_before, False, ep.baseline,
+                              ep.size_now, len(chain), len(chain), 1, 0, 0, False, 0, sum(c[2] for c in chain))
+                out.append(self._verdict(gid, j, "rolling_restart", ep.last_offset, at, ep))
+            return out
         elif not ep.started_empty and ep.departures == 0 and ep.joins > ep.restart_joins \
                 and ep.size_now > ep.size_before:
             verdict = "scale_out"

@@ -149,3 +149,29 @@ def test_verdict_state_survives_a_round_trip():
     restored.load(g.judge.to_tuple())
     assert restored.to_tuple() == g.judge.to_tuple()
     assert restored.counters("g").storms == 1 and restored.counters("g").storm_active
+
+
+def test_rolling_restart_where_old_instances_linger_until_their_session_expires():
+    """Killed without leaving: each new instance joins beside its ghost, the ghost expires 45 s later. Neither
+    the joins are a scale-out nor the expiries a scale-in; two completed restarts make a rolling restart."""
+    g = Group(crew("a", "b", "c"), t=0)
+    g.wait(30)
+    members = crew("a", "b", "c")
+    t = 100.0
+    for name in ("a", "b", "c"):
+        members[f"{name}-1"] = f"{name}@h"
+        g.to(dict(members), t)
+        members.pop(f"{name}-0")
+        g.to(dict(members), t + 45)
+        t += 120
+        g.wait(t - 1)
+    g.wait(t + 200)
+    assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"]
+
+
+def test_scale_out_with_shared_client_ids_is_still_a_scale_out():
+    g = Group({"a": "rdkafka@h", "b": "rdkafka@h"}, t=0)
+    g.wait(30)
+    g.to({"a": "rdkafka@h", "b": "rdkafka@h", "c": "rdkafka@h"}, 100)
+    g.wait(130)
+    assert g.verdicts()[-1] == ("scale_out", 120)
