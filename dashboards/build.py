@@ -51,6 +51,9 @@ STATUSES = (("OK", "green"), ("WARN", "yellow"), ("STALL", "orange"), ("STOP", "
 STATUS_MAPPING = dm.ValueMap({str(i): dm.ValueMappingResult(text=name, color=color, index=i)
                               for i, (name, color) in enumerate(STATUSES)})
 
+# A flat 0 labelled group="(none)": "or on() NO_GROUP" keeps a panel of rare events from showing "no data".
+NO_GROUP = 'label_replace(vector(0), "group", "(none)", "", "")'
+
 
 # ------------------------------------------------------------------------------------------------------------
 # Small helpers over the SDK: ids, refIds and the shared defaults of every panel
@@ -255,16 +258,17 @@ def overview() -> db.Dashboard:
     d = d.with_panel(ts(ids, "Storms and rolling restarts", "Groups in a rebalance storm right now (members leaving "
                         "soon after joining), and storms, rolling restarts, scale-outs and scale-ins as they are "
                         "judged.",
-                        q(f"sum by (group) (kafka_consumergroup_rebalance_storm_active{{{sel}}}) > 0",
-                          "storm active: {{group}}"),
+                        # "or ... vector(0)": a flat 0 labelled group="(none)" when no group has one, not "no data"
+                        q(f"(sum by (group) (kafka_consumergroup_rebalance_storm_active{{{sel}}}) > 0) "
+                          "or on() " + NO_GROUP, "storm active: {{group}}"),
                         q(f"sum by (group) (increase(kafka_consumergroup_rebalance_storms_total{{{sel}}}"
                           "[$__rate_interval])) > 0", "storm: {{group}}"),
-                        q(f"sum by (group) (increase(kafka_consumergroup_rolling_restarts_total{{{sel}}}"
-                          "[$__rate_interval])) > 0", "rolling restart: {{group}}"),
-                        q(f"sum by (group) (increase(kafka_consumergroup_scale_outs_total{{{sel}}}"
-                          "[$__rate_interval])) > 0", "scale-out: {{group}}"),
-                        q(f"sum by (group) (increase(kafka_consumergroup_scale_ins_total{{{sel}}}"
-                          "[$__rate_interval])) > 0", "scale-in: {{group}}"),
+                        q(f"(sum by (group) (increase(kafka_consumergroup_rolling_restarts_total{{{sel}}}"
+                          "[$__rate_interval])) > 0) or on() " + NO_GROUP, "rolling restart: {{group}}"),
+                        q(f"(sum by (group) (increase(kafka_consumergroup_scale_outs_total{{{sel}}}"
+                          "[$__rate_interval])) > 0) or on() " + NO_GROUP, "scale-out: {{group}}"),
+                        q(f"(sum by (group) (increase(kafka_consumergroup_scale_ins_total{{{sel}}}"
+                          "[$__rate_interval])) > 0) or on() " + NO_GROUP, "scale-in: {{group}}"),
                         bars=True, span=8))
     d = d.with_panel(ts(ids, "Partitions moved", "Partitions that changed owner in rebalances, per interval.",
                         q(f"topk(10, sum by (group) (increase("

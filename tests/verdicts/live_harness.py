@@ -35,7 +35,7 @@ from streaming.runner import GroupscopeJob
 __all__ = ["OFFSETS_PARTITIONS", "LiveRun", "live_settings", "play_live", "sample_batches"]
 
 OFFSETS_PARTITIONS = 50
-BATCH_TIMEOUT_S = 180.0  # one micro-batch (the first includes Spark's start-up) must finish within this
+BATCH_TIMEOUT_S = 180.0  # one micro-batch (the first starts Spark's Python workers) must finish within this
 
 
 def live_settings(bootstrap: str, root: Path) -> Settings:
@@ -48,7 +48,7 @@ def live_settings(bootstrap: str, root: Path) -> Settings:
         "kafka": {"bootstrap.servers": bootstrap},
         "heartbeat": {"enabled": False},
         "metrics": {"enabled": False},
-        "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 0.25, "shuffle_partitions": 2},
+        "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 0, "shuffle_partitions": 2},
         "delta": {"path": str(root / "delta")},
     })
 
@@ -145,6 +145,11 @@ class _Feed:
             raise AssertionError(f"sample {seq}: " + "; ".join(self.errors[:5]))
 
 
+    def close(self) -> None:
+        self.producer.flush(10)
+        self.producer = None  # librdkafka's handle goes before the broker does (no reconnect noise)
+
+
 def _check_batch(result: BatchResult, seq: int, sample: EndOffsetSample, records: list[OffsetsRecord]) -> None:
     """The batch is exactly the sample: every shard applied one heartbeat (this sample's) and the sample's records
     of its partition."""
@@ -195,7 +200,18 @@ def play_live(recording: Recording, root: Path, *, samples: list[EndOffsetSample
         finally:
             gate.finish()
             job.request_stop()
+            # Every sample's batch is in Delta. With its stateful processing-time timeout the query now runs
+            # "no new data" batches back to back (each longer than the trigger interval), so the job's graceful
+            # stop, which waits for a moment between batches, would wait out its whole 60 s grace: stop the query
+            # directly, then the job's services.
+            q = job.query
+            if q is not None:
+                try:
+                    q.stop()
+                except Exception as exc:  # noqa: BLE001 - job.stop() below still stops the rest
+                    log and log(f"  live: stopping the query: {exc}")
             job.stop()
+            feed.close()
     run.seconds = time.monotonic() - started
     return run
 
@@ -240,8 +256,9 @@ def timeline_diff(want: list, got: list, limit: int = 12) -> str:
         if shown >= limit:
             lines.append("  ...")
             break
-    only_want = sorted(set(want) - set(got), key=lambda e: e.t_ms)
-    only_got = sorted(set(got) - set(want), key=lambda e: e.t_ms)
+    order = lambda e: (e.t_ms, e.group, e.topic or "", e.partition or 0, e.verdict)  # noqa: E731
+    only_want = sorted(set(want) - set(got), key=order)
+    only_got = sorted(set(got) - set(want), key=order)
     if only_want or only_got:
         lines.append(f"  only in replay ({len(only_want)}):")
         lines += [f"    {_fmt(e)}" for e in only_want[:limit]]
