@@ -542,8 +542,7 @@ class GroupCoordinatorShard:
             sum(t.sum_lag for t in topic_lags), max((t.max_lag for t in topic_lags), default=0),
             max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
             group_status(p.status for p in parts), rebal, last_rb, cst, simple,
-            ev.GroupVerdicts(c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
-                             c.last_verdict, c.last_reason, c.last_verdict_ms))
+            c)
 
     # ---- state serialization -------------------------------------------------------------------------------
 

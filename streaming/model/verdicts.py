@@ -42,12 +42,12 @@ replay and a live run produce the same events.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from . import events as ev
 
-__all__ = ["RebalanceConfig", "RebalanceJudge", "VerdictCounters", "VERDICT_RULES"]
+__all__ = ["RebalanceConfig", "RebalanceJudge", "VERDICT_RULES"]
 
 VERDICT_RULES: tuple[tuple[str, str], ...] = (
     ("storm", "repeated churn: members leaving soon after they joined, or the same identity leaving again and again"),
@@ -88,21 +88,6 @@ class RebalanceConfig:
 
 
 @dataclass(slots=True)
-class VerdictCounters:
-    """Per-group totals, kept in the checkpointed state so they survive restarts and equal a fresh replay."""
-
-    storms: int = 0
-    rolling_restarts: int = 0
-    scale_outs: int = 0
-    scale_ins: int = 0
-    formations: int = 0
-    storm_active: bool = False
-    last_verdict: str | None = None
-    last_reason: str = ""
-    last_verdict_ms: int | None = None
-
-
-@dataclass(slots=True)
 class _Episode:
     start_ms: int
     last_ms: int
@@ -123,7 +108,7 @@ class _Episode:
 
     def to_tuple(self) -> tuple:
         return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
-                tuple(self.baseline), self.size_now, self.joins, self.departures, self.max_departures,
+                tuple(sorted(self.baseline)), self.size_now, self.joins, self.departures, self.max_departures,
                 self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
                 self.replaced_departures)
 
@@ -145,7 +130,7 @@ class _GroupJudgement:
     # single-member restarts that settled one by one (a slow rolling restart): (settled ms, start ms, rebalances)
     chain: list = field(default_factory=list)
     chain_reported: bool = False
-    counters: VerdictCounters = field(default_factory=VerdictCounters)
+    counters: ev.GroupVerdicts = ev.GroupVerdicts()  # per-group totals, checkpointed: restarts keep them
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -159,7 +144,7 @@ class _GroupJudgement:
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
         j = cls(dict(t[0]), deque(t[1]), deque(t[2]), None if t[3] is None else _Episode.from_tuple(t[3]),
                 t[4], t[5], t[6], t[7], list(t[8]), t[9])
-        j.counters = VerdictCounters(*t[10])
+        j.counters = ev.GroupVerdicts(*t[10])
         return j
 
 
@@ -259,7 +244,6 @@ class RebalanceJudge:
                       f"were members leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member "
                       f"leaving again")
             self._count(j, "storm", reason, ts)
-            j.counters.storm_active = True
             out.append(ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
                                          reason=reason))
             return out
@@ -295,9 +279,8 @@ class RebalanceJudge:
                 out.append(ev.StormEnded(gid, j.storm_last_offset, end, j.storm_rebalances, duration, j.storm_since,
                                          reason=reason))
                 j.storm_since = None
-                j.counters.storm_active = False
-                j.counters.last_verdict, j.counters.last_reason, j.counters.last_verdict_ms = \
-                    "storm_ended", reason, end
+                j.counters = replace(j.counters, storm_active=False, last_verdict="storm_ended", last_reason=reason,
+                                     last_verdict_ms=end)
                 j.episode = None
             return out
         ep = j.episode
@@ -390,23 +373,17 @@ class RebalanceJudge:
     @staticmethod
     def _count(j: _GroupJudgement, verdict: str, reason: str, at: int) -> None:
         c = j.counters
-        if verdict == "storm":
-            c.storms += 1
-        elif verdict == "rolling_restart":
-            c.rolling_restarts += 1
-        elif verdict == "scale_out":
-            c.scale_outs += 1
-        elif verdict == "scale_in":
-            c.scale_ins += 1
-        elif verdict == "formation":
-            c.formations += 1
-        c.last_verdict, c.last_reason, c.last_verdict_ms = verdict, reason, at
+        field_of = {"storm": "storms", "rolling_restart": "rolling_restarts", "scale_out": "scale_outs",
+                    "scale_in": "scale_ins", "formation": "formations"}
+        name = field_of[verdict]
+        j.counters = replace(c, **{name: getattr(c, name) + 1}, last_verdict=verdict, last_reason=reason,
+                             last_verdict_ms=at, storm_active=c.storm_active or verdict == "storm")
 
     # ---- views and state -----------------------------------------------------------------------------------
 
-    def counters(self, group_id: str) -> VerdictCounters:
+    def counters(self, group_id: str) -> ev.GroupVerdicts:
         j = self.groups.get(group_id)
-        return j.counters if j is not None else VerdictCounters()
+        return j.counters if j is not None else ev.GroupVerdicts()
 
     def active_storms(self) -> Iterable[str]:
         return (g for g, j in self.groups.items() if j.storm_since is not None)

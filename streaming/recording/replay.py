@@ -20,7 +20,8 @@ from ..step import ShardStep, StepConfig
 from ..tables import SOURCE
 from .load import Recording
 
-__all__ = ["TimelineEntry", "replay_recording", "timeline_from_events", "VERDICT_OF_KIND"]
+__all__ = ["TimelineEntry", "replay_batches", "replay_events", "replay_recording", "timeline_from_events",
+           "VERDICT_OF_KIND"]
 
 # group_events kinds that carry a rebalance verdict, and the verdict's name in the timeline.
 VERDICT_OF_KIND: dict[str, str] = {
@@ -97,12 +98,19 @@ def _source_rows(records, heartbeat: bytes, heartbeat_topic: str, t_ms: int) -> 
     )
 
 
-def replay_events(recording: Recording, config: StepConfig = StepConfig()) -> Iterator[dict]:
-    """Yields every ``group_events`` row the job's steps produce for the recording, batch by batch."""
+def replay_batches(recording: Recording, config: StepConfig = StepConfig(),
+                   restart_every: int | None = None) -> Iterator[tuple[int, int, dict[str, pa.Table]]]:
+    """Yields ``(sample time, shard, output tables)`` for every shard's micro-batch, sample after sample.
+
+    ``restart_every`` rebuilds every step from its saved state each that many samples, as the job does when it
+    restarts from its checkpoint (for tests that restarts change nothing).
+    """
     steps = {p: ShardStep(p, config) for p in recording.partitions}
     queues = {p: [r for r in recording.records if r.partition == p] for p in steps}
     cursor = dict.fromkeys(steps, 0)
     for seq, sample in enumerate(recording.samples):
+        if restart_every and seq and seq % restart_every == 0:
+            steps = {p: ShardStep(p, config, state=step.state()) for p, step in steps.items()}
         ends = [(t, p, hw, lso, lw) for (t, p), (hw, lso, lw) in sorted(sample.ends.items())]
         heartbeat = encode_heartbeats(sample.t_ms, "replay", seq, ends, chunk_size=max(1, len(ends)))[0]
         for p, step in steps.items():
@@ -113,9 +121,15 @@ def replay_events(recording: Recording, config: StepConfig = StepConfig()) -> It
             cursor[p] = j
             tables, _ = step.process(_source_rows(queue[i:j], heartbeat, config.heartbeat_topic, sample.t_ms),
                                      wall_ms=sample.t_ms)
-            events = tables.get("group_events")
-            if events is not None:
-                yield from events.to_pylist()
+            yield sample.t_ms, p, tables
+
+
+def replay_events(recording: Recording, config: StepConfig = StepConfig()) -> Iterator[dict]:
+    """Yields every ``group_events`` row the job's steps produce for the recording, batch by batch."""
+    for _, _, tables in replay_batches(recording, config):
+        events = tables.get("group_events")
+        if events is not None:
+            yield from events.to_pylist()
 
 
 def replay_recording(recording: Recording, config: StepConfig = StepConfig()) -> list[TimelineEntry]:

@@ -16,11 +16,9 @@ import pytest
 import yaml
 
 from streaming.recording import load_recording
-from streaming.recording.replay import replay_events  # noqa: F401  (same feeding as the timeline)
+from streaming.recording.replay import replay_batches
 from streaming.sinks.prometheus import MetricsServer, MetricsState
-from streaming.step import ShardStep, StepConfig
-from streaming.recording.replay import _source_rows
-from streaming.heartbeat_format import encode_heartbeats
+from streaming.step import StepConfig
 from tests.conftest import shared_dir
 from tests.dashboards.promtools import require, run
 
@@ -38,28 +36,18 @@ def scraped_series(path: Path) -> tuple[dict[tuple[str, str], list[float]], int]
     from prometheus_client.parser import text_string_to_metric_families
 
     rec = load_recording(path)
-    config = StepConfig()
-    steps = {p: ShardStep(p, config) for p in rec.partitions}
-    queues = {p: [r for r in rec.records if r.partition == p] for p in steps}
-    cursor = dict.fromkeys(steps, 0)
     state = MetricsState()
     server = MetricsServer(state, cluster="rec", process_metrics=False)
     out: dict[tuple[str, str], list[float]] = {}
     points = 0
     next_scrape = rec.samples[0].t_ms
-    for seq, sample in enumerate(rec.samples):
-        ends = [(t, p, hw, lso, lw) for (t, p), (hw, lso, lw) in sorted(sample.ends.items())]
-        hb = encode_heartbeats(sample.t_ms, "replay", seq, ends, chunk_size=max(1, len(ends)))[0]
-        for p, step in steps.items():
-            q, i = queues[p], cursor[p]
-            j = i
-            while j < len(q) and q[j].timestamp <= sample.t_ms:
-                j += 1
-            cursor[p] = j
-            tables, _ = step.process(_source_rows(q[i:j], hb, config.heartbeat_topic, sample.t_ms), wall_ms=sample.t_ms)
-            if "groups" in tables:
-                state.apply_batch(tables["groups"].to_pylist())
-        if sample.t_ms >= next_scrape:
+    last_shard = rec.partitions[-1]
+    for t_ms, shard, tables in replay_batches(rec, StepConfig()):
+        if "groups" in tables:
+            state.apply_batch(tables["groups"].to_pylist())
+        if shard != last_shard:
+            continue  # scrape once every shard had this sample's batch
+        if t_ms >= next_scrape:
             next_scrape += STEP_S * 1000
             seen = {}
             for fam in text_string_to_metric_families(generate_latest(server.registry).decode()):

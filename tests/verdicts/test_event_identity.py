@@ -11,8 +11,7 @@ import pytest
 from protocol import builders as b
 from protocol.codec import encode_record
 from streaming.recording import load_recording
-from streaming.recording.replay import _source_rows, replay_events
-from streaming.heartbeat_format import encode_heartbeats
+from streaming.recording.replay import _source_rows, replay_batches, replay_events
 from streaming.step import ShardStep, StepConfig
 from tests.conftest import shared_dir
 
@@ -39,31 +38,16 @@ def test_event_identity_is_unique(path):
     assert all(n == 1 for n in rebalances.values()), "two Rebalance events on one record"
 
 
-def _replay_with_restarts(rec, restart_every: int) -> tuple[list[dict], dict[str, dict]]:
-    """Like ``replay_events``, but every ``restart_every`` samples each step is rebuilt from its saved state, as
-    the job does after a restart; also returns the last ``groups`` row per group."""
-    config = StepConfig()
-    steps = {p: ShardStep(p, config) for p in rec.partitions}
-    queues = {p: [r for r in rec.records if r.partition == p] for p in steps}
-    cursor = dict.fromkeys(steps, 0)
+def _replay_with_restarts(rec, restart_every: int | None) -> tuple[list[dict], dict[str, dict]]:
+    """The recording's events, and the last ``groups`` row per group, with the steps restarted from their saved
+    state every ``restart_every`` samples (as the job does after a restart)."""
     events: list[dict] = []
     groups: dict[str, dict] = {}
-    for seq, sample in enumerate(rec.samples):
-        if seq and seq % restart_every == 0:
-            steps = {p: ShardStep(p, config, state=s.state()) for p, s in steps.items()}
-        ends = [(t, p, hw, lso, lw) for (t, p), (hw, lso, lw) in sorted(sample.ends.items())]
-        hb = encode_heartbeats(sample.t_ms, "replay", seq, ends, chunk_size=max(1, len(ends)))[0]
-        for p, step in steps.items():
-            q, i = queues[p], cursor[p]
-            j = i
-            while j < len(q) and q[j].timestamp <= sample.t_ms:
-                j += 1
-            cursor[p] = j
-            tables, _ = step.process(_source_rows(q[i:j], hb, config.heartbeat_topic, sample.t_ms), wall_ms=sample.t_ms)
-            if "group_events" in tables:
-                events += tables["group_events"].to_pylist()
-            for row in tables["groups"].to_pylist() if "groups" in tables else ():
-                groups[row["group_id"]] = row
+    for _, _, tables in replay_batches(rec, StepConfig(), restart_every):
+        if "group_events" in tables:
+            events += tables["group_events"].to_pylist()
+        for row in tables["groups"].to_pylist() if "groups" in tables else ():
+            groups[row["group_id"]] = row
     return events, groups
 
 
@@ -72,7 +56,7 @@ def test_restarts_change_no_event_and_no_counter(name):
     """A job restarted every 7 s (state saved and restored, as Spark's state store does) writes exactly the events
     and verdict counters of one that never stopped."""
     rec = load_recording(shared_dir() / "conformance" / "verdicts" / name)
-    straight, groups = _replay_with_restarts(rec, 10**9)
+    straight, groups = _replay_with_restarts(rec, None)
     restarted, groups_r = _replay_with_restarts(rec, 7)
     assert restarted == straight
     fields = ("rebalances", "storms", "rolling_restarts", "scale_outs", "scale_ins", "storm_active", "verdict")
