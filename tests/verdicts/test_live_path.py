@@ -19,7 +19,7 @@ import pytest
 from deltalake import DeltaTable
 
 from streaming.recording import load_recording, replay_recording
-from streaming.recording.replay import timeline_from_events
+from streaming.recording.replay import replay_events, timeline_from_events
 from streaming.spark.job import step_config
 from streaming.step import StepConfig
 from tests.conftest import shared_dir
@@ -96,3 +96,9 @@ def test_live_job_timeline_equals_replay(scenario, tmp_path):
           f"micro-batches in {run.seconds:.0f} s; {len(rows)} group_events rows; timeline {len(got)} entries "
           f"(replay {len(want)})")
     assert got == want, f"{scenario}: the live job's timeline differs from the replay:\n{timeline_diff(want, got)}"
+    # Beyond verdicts: every event row (rebalances, members, offsets deleted, ...) is the replay's, field by field.
+    key = lambda r: (r["shard"], r["offset"], r["kind"], r["detail"])  # noqa: E731
+    replayed = sorted(replay_events(rec), key=key)
+    live = sorted(rows, key=key)
+    assert [key(r) for r in live] == [key(r) for r in replayed]
+    assert live == replayed
