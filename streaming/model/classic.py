@@ -124,6 +124,7 @@ class ClassicGroup:
                 prev = old_static.get(m.instance_id) if m.instance_id is not None else None
                 if prev is not None and prev != mid:
                     out.append(ev.StaticMemberReplaced(gid, offset, timestamp, m.instance_id, prev, mid))
+                    out.extend(judge.static_restart(gid, offset, timestamp, prev, mid))
             return
         if not had_metadata:
             self.generation_ts = timestamp

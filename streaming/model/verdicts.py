@@ -253,6 +253,33 @@ class RebalanceJudge:
                 out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
         return out
 
+    def static_restart(self, group_id: str, offset: int, timestamp: int, old_member: str = "",
+                       new_member: str = "") -> list[ev.Event]:
+        """A static member (``group.instance.id``) came back under a new member id within its session timeout:
+        no rebalance, but one member restarted. Two such restarts within the chain gap make a rolling restart
+        (a deploy of statically-named consumers), reported at the second."""
+        cfg = self.config
+        j = self.groups.setdefault(group_id, _GroupJudgement())
+        if old_member in j.members:
+            j.members[new_member] = (timestamp, j.members.pop(old_member)[1])
+        if j.storm_since is not None:
+            return []
+        chain = j.chain
+        if chain and timestamp - chain[-1][0] > cfg.restart_chain_gap_ms:
+            chain.clear()
+            j.chain_reported = False
+        chain.append((timestamp, timestamp, 0))
+        if len(chain) < 2 or j.chain_reported:
+            return []
+        j.chain_reported = True
+        size = len(j.members)
+        ep = _Episode(chain[0][1], timestamp, offset, size, False, frozenset(j.members), size, len(chain), len(chain),
+                      1, 0, 0, False, 0, 0)
+        open_episode = j.episode
+        event = self._verdict(group_id, j, "rolling_restart", offset, timestamp, ep)
+        j.episode = open_episode
+        return [event]
+
     def tick(self, now_ms: int) -> list[ev.Event]:
         """Takes the verdicts that time decides (settled episodes, ended storms) up to ``now_ms``."""
         out: list[ev.Event] = []

@@ -441,3 +441,19 @@ def test_cooperative_follow_up_is_one_rebalance_not_two():
     causes = [r.causes for r in log.events(ev.Rebalance)]
     assert causes == [(C.MEMBER_JOINED,), (C.COOPERATIVE_FOLLOW_UP,)]
     assert len(log.shard.judge.groups["g"].churn) == 1
+
+
+def test_static_members_restarted_one_by_one_are_a_rolling_restart_without_a_rebalance():
+    """Three static members (group.instance.id) each come back under a new member id within their session timeout:
+    Kafka keeps the generation (no rebalance), the model reports each replacement, and the second one makes it a
+    rolling restart, reported once. Never a storm."""
+    log = Log()
+    ms = [member(f"s{i}-a", f"s{i}", ["t"], {"t": [i]}, instance=f"inst-{i}") for i in range(3)]
+    log.add(generation("g", 1, ms, T0), T0)
+    for i in range(3):
+        ts = T0 + 60_000 + i * 20_000
+        ms[i] = member(f"s{i}-b", f"s{i}", ["t"], {"t": [i]}, instance=f"inst-{i}")
+        log.add(generation("g", 1, list(ms), ts), ts)
+    out = log.events(ev.StaticMemberReplaced, ev.RollingRestart, ev.RebalanceStorm, ev.Rebalance)
+    assert [type(e).__name__ for e in out] == ["StaticMemberReplaced", "StaticMemberReplaced", "RollingRestart",
+                                               "StaticMemberReplaced"]
