@@ -10,8 +10,10 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   the same members (metadata, subscription, cooperative follow-ups) never count.
 * a **flap** is a departure of a member that had been in the group less than ``flap_lifetime_ms`` (it crashed or
   was killed soon after joining), or the third and later departure, within the window, of a member *identity*
-  (static ``group.instance.id``, else ``client.id@host``) that only one member holds (when every member shares
-  a default client id the identity says nothing, so only lifetimes count).
+  (static ``group.instance.id``, else ``client.id@host``) that names one member (or one member beside the ghost
+  of its previous instance). When every member shares a default client id the identity says nothing, and only
+  lifetimes count. Identities catch crash loops whose members outlive ``flap_lifetime_ms`` only because a killed
+  member stays until its session expires.
 * an **episode** is a run of churn rebalances, each less than ``settle_ms`` after the previous one. It is over
   once the group has been quiet for ``settle_ms`` -- or for ``restart_wait_ms`` while the group is smaller than
   when the episode began, so a member being rescheduled (a pod restarting for 30 s) can come back first.
@@ -196,11 +198,18 @@ class RebalanceJudge:
         holders_after: dict[str, int] = {}
         for ident in after.values():
             holders_after[ident] = holders_after.get(ident, 0) + 1
+        distinct = len(holders)
+
+        def informative(ident: str) -> bool:
+            # An identity names one member (or one member and the ghost of its previous instance) unless every
+            # member shares it (default client ids on one host): then it tells nothing.
+            return holders.get(ident, 0) <= 2 and (distinct > 1 or len(before) <= 2)
+
         ep = j.episode
         for mid in left:
             joined_ms, ident = j.members.pop(mid, (None, before[mid]))
             short = joined_ms is not None and ts - joined_ms < cfg.flap_lifetime_ms
-            repeats = sum(1 for _, i, _ in j.departures if i == ident) if holders.get(ident) == 1 else 0
+            repeats = sum(1 for _, i, _ in j.departures if i == ident) if informative(ident) else 0
             flap = short or repeats + 1 >= cfg.identity_flap_departures
             j.departures.append((ts, ident, flap))
             flaps_now += flap

@@ -175,3 +175,21 @@ def test_scale_out_with_shared_client_ids_is_still_a_scale_out():
     g.to({"a": "rdkafka@h", "b": "rdkafka@h", "c": "rdkafka@h"}, 100)
     g.wait(130)
     assert g.verdicts()[-1] == ("scale_out", 120)
+
+
+def test_crash_loop_with_long_session_timeouts_is_a_storm_by_identity():
+    """Each killed instance lingers 45 s (default session timeout) beside its restart, so every departure comes
+    ~50 s after its join: lifetimes alone see no flap, but the same identities leaving a 3rd time do."""
+    g = Group(crew("m1", "m2"), t=0)
+    g.wait(30)
+    members = crew("m1", "m2")
+    t = 60.0
+    for k in range(1, 5):
+        for name in ("m1", "m2"):
+            members[f"{name}-{k}"] = f"{name}@h"
+        g.to(dict(members), t)
+        for name in ("m1", "m2"):
+            members.pop(f"{name}-{k - 1}")
+        g.to(dict(members), t + 50)
+        t += 55
+    assert "storm" in [v for v, _ in g.verdicts()]
