@@ -94,6 +94,9 @@ class Ownership:
     owner_last_commit_ms: int | None = None  # newest commit of any partition the owner holds
     # the owner's max.poll.interval.ms (its rebalance timeout): how long Kafka itself lets it go without polling
     owner_poll_timeout_ms: int | None = None
+    # False when the log does not say who holds which partition (a classic group of another protocol type whose
+    # assignment cannot be decoded, a streams group's tasks): then only commits can be judged, as for simple groups
+    assignment_known: bool = True
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -243,7 +246,7 @@ def evaluate_partition(
                            f"the group has no members; {current_lag} behind, last commit {quiet_s:.0f} s ago")
     elif idle_ms > stop_after and behind_ms > stop_after:
         # No commit on this partition for longer than the group's cadence allows while it fell behind.
-        if not ownership.membership_known:
+        if not ownership.membership_known or not ownership.assignment_known:
             return Verdict(Status.STOP, "stopped",
                            f"no commit for {quiet_s:.0f} s while {current_lag} behind")
         if ownership.owner is None:

@@ -476,6 +476,8 @@ class GroupCoordinatorShard:
         simple = isinstance(g, ClassicGroup) and g.is_simple
         known = not simple
         empty = known and not members
+        assignment_known = isinstance(g, ConsumerGroup) or (
+            isinstance(g, ClassicGroup) and all(m.assignment is not None for m in g.members.values()))
         rows = list(store.iter_group(gid))
         windows = [store.window_of(gid, topic, p) for topic, p, *_ in rows]
         cadences = [c for c in (commit_cadence_ms(w) for w in windows) if c is not None]
@@ -502,7 +504,7 @@ class GroupCoordinatorShard:
             ownership = Ownership(known, empty, None if owner is None else owner.member_id,
                                   "" if owner is None else f"{owner.client_id or owner.member_id}@{owner.host}",
                                   None if owner is None else owner_last.get(owner.member_id),
-                                  None if owner is None else owner.rebalance_timeout_ms)
+                                  None if owner is None else owner.rebalance_timeout_ms, assignment_known)
             code = store.status_of(gid, topic, p)
             previous = None if code == NO_STATUS else Status(code)
             verdict = evaluate_partition(window, ends_list, lag, now, th, lwm, ownership, previous, cadence)

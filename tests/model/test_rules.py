@@ -80,6 +80,10 @@ CASES = [
     # 15. Unowned: the group has members but none holds this partition, no commit for 40 s.
     (15, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, None), Status.OK, Status.STOP,
      "unowned"),
+    # 15b. The same, but the log cannot say who holds what (an undecodable classic protocol, a streams group's
+    #      tasks): judged by commits alone, like a simple group.
+    (15.5, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, None, assignment_known=False),
+     Status.OK, Status.STOP, "stopped"),
     # 16. Rewind: the offset went from 500 back to 100 (reset to earliest) and has not recovered.
     (16, [(0, 400), (60, 500), (120, 100), (180, 150)], [(0, 500), (180, 600)], 450, 190, -1, owned(180), None,
      Status.REWIND, "rewind"),
