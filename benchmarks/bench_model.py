@@ -8,6 +8,8 @@ Measures, on inputs built from a fixed seed with ``protocol.builders`` and the c
 * ``mixed_typed``: records/s through ``replay`` for a mixed stream (commits plus classic and KIP-848 group records).
 * ``memory``: bytes per tracked group-partition (tracemalloc) and the extrapolation to one million.
   Target: <= 200 B per group-partition.
+* ``snapshot``: group-partitions/s evaluated by a full shard snapshot (lag, time lag, membership facts, status
+  rules), on the groups of ``state`` below.
 * ``state``: ``to_bytes()`` size per 1,000 groups (each group: 1 classic generation with 3 members, 2 topics x 6
   partitions committed, end offsets with history).
 
@@ -117,7 +119,8 @@ def bench_memory(groups: int = 1000, topics: int = 2, partitions: int = 100) -> 
     return used / (groups * topics * partitions)
 
 
-def bench_state(groups: int = 1000) -> tuple[int, int]:
+def _state_shard(groups: int = 1000) -> GroupCoordinatorShard:
+    """``groups`` classic groups (3 members), 2 topics x 6 partitions committed, 10 heartbeats of history."""
     shard = GroupCoordinatorShard(0)
     off = 0
     for g in range(groups):
@@ -131,9 +134,26 @@ def bench_state(groups: int = 1000) -> tuple[int, int]:
     for i in range(10):
         shard.apply_heartbeat(T0 + i * 10_000, {(t, p): 2000 + 100 * i for t in ("topic-a", "topic-b")
                                                 for p in range(6)})
+    return shard
+
+
+def bench_state(groups: int = 1000) -> tuple[int, int]:
+    shard = _state_shard(groups)
     blob = shard.to_bytes()
     assert GroupCoordinatorShard.from_bytes(blob).offsets.partition_count() == groups * 12
     return len(blob), groups * 12
+
+
+def bench_snapshot(repeat: int, groups: int = 1000) -> float:
+    """Group-partitions evaluated per second by a full ``snapshot`` (lag, time lag, membership, status rules)."""
+    shard = _state_shard(groups)
+    shard.snapshot(T0 + 100_000)
+    best = float("inf")
+    for i in range(repeat):
+        t = time.perf_counter()
+        shard.snapshot(T0 + 100_000 + i)
+        best = min(best, time.perf_counter() - t)
+    return groups * 12 / best
 
 
 def main() -> None:
@@ -150,6 +170,7 @@ def main() -> None:
     per = bench_memory()
     print(f"memory {per:,.0f} bytes/group-partition = {per * 1e6 / 2**20:,.0f} MiB per million group-partitions "
           f"{_env(200_000, 1)}")
+    print(f"snapshot {bench_snapshot(a.repeat):,.0f} group-partitions/s evaluated {_env(12_000, a.repeat)}")
     size, gps = bench_state()
     print(f"state {size:,} bytes per 1,000 groups ({size / gps:.1f} bytes/group-partition, 12 per group) "
           f"{_env(1000, 1)}")

@@ -15,6 +15,7 @@ status (for hysteresis: WARN holds until the consumer is catching up, so a laggi
 from __future__ import annotations
 
 import enum
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -118,10 +119,15 @@ def _end_at(ends: Sequence[tuple[int, int]], t: int) -> int | None:
         return None
     if t <= ends[0][0]:
         return ends[0][1]
-    for (t0, e0), (t1, e1) in zip(ends, ends[1:]):
-        if t0 <= t <= t1:
-            return e1 if t1 == t0 else e0 + int((e1 - e0) * (t - t0) / (t1 - t0))
-    return ends[-1][1]
+    if t >= ends[-1][0]:
+        return ends[-1][1]
+    i = bisect_right(ends, t, key=_time_of)  # ends[i - 1] <= t < ends[i]
+    (t0, e0), (t1, e1) = ends[i - 1], ends[i]
+    return e1 if t1 == t0 else e0 + int((e1 - e0) * (t - t0) / (t1 - t0))
+
+
+def _time_of(sample: tuple[int, int]) -> int:
+    return sample[0]
 
 
 def _committed_at(offsets: Sequence[tuple[int, int]], t: int) -> int:
@@ -183,13 +189,13 @@ def is_caught_up(lag: int, th: Thresholds) -> bool:
     return lag <= th.allowed_lag
 
 
-def is_stalled(offsets, lags, now_ms: int, stop_after: float, th: Thresholds) -> bool:
+def is_stalled(offsets, ends, now_ms: int, stop_after: float, th: Thresholds) -> bool:
     """The last ``min_window`` commits all carry the same offset, each made while lag was above the allowance,
     and commits keep coming. Re-committing an offset while caught up (idle partitions) is not a stall."""
     tail = offsets[-th.min_window:]
-    tail_lags = lags[-th.min_window:]
-    return (len(tail) >= th.min_window and all(off == tail[0][1] for _, off in tail)
-            and all(lag > th.allowed_lag for lag in tail_lags) and now_ms - offsets[-1][0] <= stop_after)
+    if len(tail) < th.min_window or any(off != tail[0][1] for _, off in tail) or now_ms - offsets[-1][0] > stop_after:
+        return False
+    return all(lag > th.allowed_lag for lag in lags_at_commits(tail, ends))
 
 
 def evaluate_partition(
@@ -260,8 +266,7 @@ def evaluate_partition(
         return Verdict(Status.STOP, "stuck_member",
                        f"owner {ownership.owner_label} is still in the group but committed nothing for "
                        f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
-    lags = lags_at_commits(offsets, ends)
-    if is_stalled(offsets, lags, now_ms, stop_after, th):
+    if is_stalled(offsets, ends, now_ms, stop_after, th):
         first = offsets[-th.min_window][0]
         return Verdict(Status.STALL, "stalled",
                        f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"

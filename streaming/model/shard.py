@@ -487,6 +487,11 @@ class GroupCoordinatorShard:
             m = owners.get((topic, p))
             if m is not None and cts > owner_last.get(m.member_id, -1):
                 owner_last[m.member_id] = cts
+        # One Ownership per member (and one for unowned partitions), shared by its partitions.
+        unowned = Ownership(known, empty, None, "", None, None, assignment_known)
+        ownership_of = {m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
+                                               owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known)
+                        for m in members}
         parts: list[ev.PartitionLag] = []
         for (topic, p, off, epoch, md, cts), window in zip(rows, windows):
             h = self.ends.get((topic, p))
@@ -501,12 +506,9 @@ class GroupCoordinatorShard:
                 loss = 0 <= lwm and off < lwm
                 ends_list = list(zip(h.times, h.ends))
             owner = owners.get((topic, p))
-            ownership = Ownership(known, empty, None if owner is None else owner.member_id,
-                                  "" if owner is None else f"{owner.client_id or owner.member_id}@{owner.host}",
-                                  None if owner is None else owner_last.get(owner.member_id),
-                                  None if owner is None else owner.rebalance_timeout_ms, assignment_known)
+            ownership = unowned if owner is None else ownership_of[owner.member_id]
             code = store.status_of(gid, topic, p)
-            previous = None if code == NO_STATUS else Status(code)
+            previous = None if code == NO_STATUS else _STATUS_OF_CODE[code]
             verdict = evaluate_partition(window, ends_list, lag, now, th, lwm, ownership, previous, cadence)
             status, reason = verdict.status, verdict.reason
             if not caught_up and status != Status.ERR:
@@ -591,6 +593,8 @@ def _member_state_name(code: int) -> str:
 
     return MemberState.parse(code).name
 
+
+_STATUS_OF_CODE = tuple(Status)  # code -> Status without the enum call on the hot path
 
 _GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerGroup, GroupType.SHARE: ShareGroup,
                   GroupType.STREAMS: StreamsGroup}
