@@ -155,6 +155,9 @@ GROUPS = pa.schema(
         ("scale_outs", pa.int64()),
         ("scale_ins", pa.int64()),
         ("storm_active", pa.bool_()),
+        ("partitions_moved", pa.int64()),  # summed over rebalances whose assignment is known
+        ("last_partitions_moved", pa.int32()),
+        ("rebalance_causes", pa.list_(pa.struct([("cause", pa.string()), ("rebalances", pa.int64())]))),
         ("verdict", pa.string()),  # the group's latest rebalance verdict (storm, rolling_restart, ...)
         ("verdict_reason", pa.string()),
         ("status_reason", pa.string()),  # why the worst partition has the group's status
@@ -276,6 +279,9 @@ def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: b
         "scale_outs": snapshot.verdicts.scale_outs,
         "scale_ins": snapshot.verdicts.scale_ins,
         "storm_active": snapshot.verdicts.storm_active,
+        "partitions_moved": snapshot.verdicts.partitions_moved,
+        "last_partitions_moved": snapshot.verdicts.last_partitions_moved,
+        "rebalance_causes": [{"cause": c, "rebalances": n} for c, n in snapshot.verdicts.causes],
         "verdict": snapshot.verdicts.last_verdict,
         "verdict_reason": snapshot.verdicts.last_reason or None,
         "status_reason": _worst_reason(snapshot),

@@ -277,6 +277,10 @@ class GroupVerdicts:
     last_verdict: str | None = None
     last_reason: str = ""
     last_verdict_ms: int | None = None
+    # rebalance accounting, kept with the verdicts so it survives restarts too
+    partitions_moved: int = 0  # summed over the rebalances whose assignment is known
+    last_partitions_moved: int | None = None
+    causes: tuple[tuple[str, int], ...] = ()  # (cause, rebalances with it), sorted by cause
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,6 +179,8 @@ class GroupCoordinatorShard:
         if v is None:
             if self.offsets.delete(k.group, k.topic, k.partition):
                 self._events.append(ev.OffsetDeleted(k.group, offset, ts, k.topic, k.partition))
+                if k.group not in self.groups and not self.offsets.has_group(k.group):
+                    self.judge.forget(k.group)  # the last trace of a deleted group is gone
             return
         if v.topic_id and any(v.topic_id):
             self.topic_names.setdefault(v.topic_id, k.topic)
@@ -189,7 +191,8 @@ class GroupCoordinatorShard:
         g = self.groups.pop(gid, None)
         if g is not None:
             self._deleted[gid] = (g.group_type, ts)
-            self.judge.forget(gid)
+            if not self.offsets.has_group(gid):
+                self.judge.forget(gid)  # nothing of the group is left; with offsets left it shows as DEAD
             self._events.append(ev.GroupDeleted(gid, offset, ts, g.group_type))
         return g
 
@@ -197,8 +200,11 @@ class GroupCoordinatorShard:
         self._events.append(ev.GroupCreated(gid, offset, ts, gtype))
         prev = self._deleted.pop(gid, None)
         if prev is not None and prev[0] != gtype and prev[1] == ts:
-            # Deleted and re-created in one write: Kafka's online classic <-> consumer conversion.
+            # Deleted and re-created in one write: Kafka's online classic <-> consumer conversion. The group's
+            # verdicts and counters go on.
             self._events.append(ev.GroupTypeChanged(gid, offset, ts, prev[0], gtype))
+        elif prev is not None:
+            self.judge.forget(gid)  # a new group under an old name starts its counters again
 
     def _group_metadata(self, rec: CoordinatorRecord, offset: int, ts: int, pid: int, txn: bool) -> None:
         gid, value = rec.key.group, rec.value

@@ -140,7 +140,8 @@ class _GroupJudgement:
                 None if self.episode is None else self.episode.to_tuple(), self.storm_since, self.storm_last_churn,
                 self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
-                 c.last_verdict, c.last_reason, c.last_verdict_ms))
+                 c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
+                 c.causes))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
@@ -176,6 +177,7 @@ class RebalanceJudge:
         cfg = self.config
         gid, ts, offset = rebalance.group_id, rebalance.timestamp, rebalance.offset
         j = self.groups.setdefault(gid, _GroupJudgement())
+        self._account(j, rebalance)
         out: list[ev.Event] = []
         out.extend(self._settle(gid, j, ts))  # an episode or storm that ended before this rebalance
         joined = [m for m in after if m not in before]
@@ -261,6 +263,18 @@ class RebalanceJudge:
             if done:
                 out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
         return out
+
+    @staticmethod
+    def _account(j: _GroupJudgement, rebalance: ev.Rebalance) -> None:
+        """Partitions moved and causes, summed per group (every rebalance, churn or not)."""
+        c = j.counters
+        counts = dict(c.causes)
+        for cause in rebalance.causes:
+            counts[cause.value] = counts.get(cause.value, 0) + 1
+        moved = rebalance.partitions_moved
+        j.counters = replace(c, causes=tuple(sorted(counts.items())),
+                             partitions_moved=c.partitions_moved + (moved or 0),
+                             last_partitions_moved=c.last_partitions_moved if moved is None else moved)
 
     def static_restart(self, group_id: str, offset: int, timestamp: int, old_member: str = "",
                        new_member: str = "") -> list[ev.Event]:

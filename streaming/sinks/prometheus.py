@@ -42,7 +42,6 @@ __all__ = [
     "OffsetsPartitionHealth",
     "MonitorHealth",
     "StepHealthLike",
-    "GroupCounters",
     "PartitionFigures",
     "StateView",
     "MetricsState",
@@ -311,15 +310,6 @@ class MonitorHealth:
 # State fed by the batches
 
 
-@dataclass(frozen=True, slots=True)
-class GroupCounters:
-    """What only the event stream tells about a group (the group row carries everything else)."""
-
-    partitions_moved: int = 0
-    last_partitions_moved: int | None = None
-    causes: tuple[tuple[str, int], ...] = ()  # (cause, count), sorted by cause
-
-
 class PartitionFigures(NamedTuple):
     """What the partition series need of a ``LAG`` row, and nothing more: a driver may hold one per partition of
     every group (a NamedTuple is a fraction of the row dict's size)."""
@@ -342,7 +332,6 @@ class StateView:
 
     groups: Mapping[str, Mapping[str, Any]]
     partitions: Mapping[str, Mapping[tuple[str, int], PartitionFigures]]
-    counters: Mapping[str, GroupCounters]
     health: MonitorHealth
     anomalies: int
 
@@ -354,11 +343,14 @@ class MetricsState:
     * Partition rows (``LAG``) come per group snapshot, all of a group's partitions at once: they replace that
       group's partitions, so an offset that is gone from the snapshot is gone here. A group row with no
       partitions clears them too.
-    * Event rows (``GROUP_EVENTS``) feed the counters no row carries (partitions moved, causes) and deletions: ``OffsetDeleted`` removes the partition; ``GroupDeleted`` or ``OffsetDeleted`` for a
+    * Group rows carry every per-group counter (rebalances, verdicts, partitions moved, causes): they come from
+      the checkpointed model, so a restarted job exports the same totals, never counts restarting from 0.
+    * Event rows (``GROUP_EVENTS``) bring deletions and model anomalies: ``OffsetDeleted`` removes the
+      partition; ``GroupDeleted`` or ``OffsetDeleted`` for a
       group that has no live row in the same batch removes the group (the step emits a row for every group its
       records touched while the model still knows it, so no row means the group is gone).
-    * Event counters are counted once per ``batch_id``: a micro-batch that Spark re-runs after a failure does
-      not count its events twice.
+    * Anomalies are counted once per ``batch_id``: a micro-batch that Spark re-runs after a failure does not
+      count them twice.
 
     ``keep_partitions=False`` (partition-level series off) ignores partition rows, so the driver holds nothing per
     partition.
@@ -369,7 +361,6 @@ class MetricsState:
         self._lock = threading.Lock()
         self._groups: dict[str, Mapping[str, Any]] = {}
         self._partitions: dict[str, dict[tuple[str, int], PartitionFigures]] = {}
-        self._counters: dict[str, GroupCounters] = {}
         self._health = MonitorHealth()
         self._anomalies = 0
         self._last_batch_id: int | None = None
@@ -412,8 +403,8 @@ class MetricsState:
                     removed.add(gid)
                     if e.get("topic") is not None and e.get("partition") is not None:
                         offsets_removed.append((gid, e["topic"], int(e["partition"])))
-                elif count_events:
-                    self._count_event(kind, gid, e)
+                elif kind == "Anomaly" and count_events:
+                    self._anomalies += 1
             for gid, topic, partition in offsets_removed:
                 parts = self._partitions.get(gid)
                 if parts is not None and (topic, partition) in parts:
@@ -428,7 +419,6 @@ class MetricsState:
                     continue
                 live.add(gid)
                 self._groups[gid] = r
-                self._counters.setdefault(gid, GroupCounters())
                 if not r.get("partition_count"):
                     self._partitions.pop(gid, None)
             for gid, parts in by_group.items():
@@ -451,34 +441,14 @@ class MetricsState:
     def view(self) -> StateView:
         """A consistent copy for one scrape; building families then needs no lock."""
         with self._lock:
-            return StateView(dict(self._groups), dict(self._partitions), dict(self._counters), self._health,
-                             self._anomalies)
+            return StateView(dict(self._groups), dict(self._partitions), self._health, self._anomalies)
 
     # ---- internals ------------------------------------------------------------------------------------------
 
     def _forget(self, gid: str) -> None:
         self._groups.pop(gid, None)
         self._partitions.pop(gid, None)
-        self._counters.pop(gid, None)
 
-    def _count_event(self, kind: str | None, gid: str, e: Mapping[str, Any]) -> None:
-        c = self._counters.get(gid, GroupCounters())
-        if kind == "Rebalance":
-            moved = e.get("partitions_moved")
-            if moved is not None:
-                c = replace(c, partitions_moved=c.partitions_moved + int(moved), last_partitions_moved=int(moved))
-            causes = e.get("causes") or ()
-            if causes:
-                counts = dict(c.causes)
-                for cause in causes:
-                    counts[str(cause)] = counts.get(str(cause), 0) + 1
-                c = replace(c, causes=tuple(sorted(counts.items())))
-        elif kind == "Anomaly":
-            self._anomalies += 1
-            return
-        else:
-            return
-        self._counters[gid] = c
 
 
 def _group_id(row: Mapping[str, Any]) -> str:
@@ -598,7 +568,6 @@ class GroupscopeCollector:
             put("kafka_consumergroup_last_rebalance_timestamp_seconds", g, _seconds(r.get("last_rebalance_time")))
             put("kafka_consumergroup_rebalances_total", g, _number(r.get("rebalances")) or 0.0)
             # Counters start at 0 with the group, so the first storm is an increase rate() can see.
-            k = view.counters.get(gid, GroupCounters())
             put("kafka_consumergroup_rebalance_storms_total", g, _number(r.get("storms")) or 0.0)
             put("kafka_consumergroup_rebalance_storm_active", g, 1.0 if r.get("storm_active") else 0.0)
             put("kafka_consumergroup_rolling_restarts_total", g, _number(r.get("rolling_restarts")) or 0.0)
@@ -606,10 +575,11 @@ class GroupscopeCollector:
             put("kafka_consumergroup_scale_ins_total", g, _number(r.get("scale_ins")) or 0.0)
             if r.get("verdict"):
                 put("kafka_consumergroup_rebalance_verdict", [c, gid, str(r["verdict"])], 1.0)
-            put("kafka_consumergroup_rebalance_partitions_moved_total", g, float(k.partitions_moved))
-            put("kafka_consumergroup_last_rebalance_partitions_moved", g, _number(k.last_partitions_moved))
-            for cause, n in k.causes:
-                put("kafka_consumergroup_rebalance_causes_total", [c, gid, cause], float(n))
+            put("kafka_consumergroup_rebalance_partitions_moved_total", g, _number(r.get("partitions_moved")) or 0.0)
+            put("kafka_consumergroup_last_rebalance_partitions_moved", g, _number(r.get("last_partitions_moved")))
+            for cause in r.get("rebalance_causes") or ():
+                put("kafka_consumergroup_rebalance_causes_total", [c, gid, str(cause["cause"])],
+                    float(cause["rebalances"]))
 
     def _partitions(self, view: StateView, fam: dict[str, Metric]) -> None:
         c = self.cluster
