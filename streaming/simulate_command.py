@@ -1,5 +1,6 @@
-"""``groupscope simulate``: writes a simulated workload's ``__consumer_offsets`` records (to a Kafka-protocol broker
-or to segment files), or drives real consumers against a real Kafka. See ``streaming/simulator``."""
+"""``groupscope simulate``: writes a simulated workload's ``__consumer_offsets`` records (to a Kafka-protocol broker,
+to segment files, or as a recording folder that ``groupscope replay`` reads), or drives real consumers against a
+real Kafka. See ``streaming/simulator``."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ def _scenarios(values: tuple[str, ...]) -> list[str]:
               help="Produce to this Kafka-protocol broker (e.g. librdkafka's mock cluster).")
 @click.option("--segments", "segments_dir", default=None, type=click.Path(file_okay=False),
               help="Write __consumer_offsets segment files under this directory.")
+@click.option("--recording", "recording_dir", default=None, type=click.Path(file_okay=False),
+              help="Write a recording folder (records.jsonl, end_offsets.jsonl sampled every simulated second, "
+                   "segments/, client_events.jsonl), the layout `groupscope replay` reads.")
 @click.option("--mode", type=click.Choice(["simulated", "real-consumers"]), default="simulated", show_default=True,
               help="simulated: emulate the coordinator and write its records; real-consumers: run real consumers "
                    "against a real Kafka (--bootstrap), which writes __consumer_offsets itself.")
@@ -38,9 +42,11 @@ def _scenarios(values: tuple[str, ...]) -> list[str]:
               help="Partitions of __consumer_offsets (offsets.topic.num.partitions).")
 @click.option("--groups", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Number of groups of the scale scenario.")
-def simulate(scenarios, seed, duration, speed, bootstrap, segments_dir, mode, offsets_partitions, groups) -> None:
+def simulate(scenarios, seed, duration, speed, bootstrap, segments_dir, recording_dir, mode, offsets_partitions,
+             groups) -> None:
     """Simulate consumer groups: the records Kafka's group coordinator would write, and real topic traffic."""
     from streaming.simulator import SegmentSink, Simulation, SimulationRunner
+    from streaming.simulator.recording import RecordingSink, write_manifest
     from streaming.simulator.scenarios import resolve
 
     names = _scenarios(scenarios)
@@ -53,10 +59,13 @@ def simulate(scenarios, seed, duration, speed, bootstrap, segments_dir, mode, of
             raise click.UsageError("--mode real-consumers needs --bootstrap (a real Kafka)")
         _real_consumers(names, seed, bootstrap, duration)
         return
-    if bootstrap and segments_dir:
-        raise click.UsageError("give either --bootstrap or --segments, not both")
-    if not bootstrap and not segments_dir:
-        raise click.UsageError("give --bootstrap HOST:PORT (produce to a broker) or --segments DIR (write files)")
+    outputs = [name for name, value in (("--bootstrap", bootstrap), ("--segments", segments_dir),
+                                        ("--recording", recording_dir)) if value]
+    if len(outputs) > 1:
+        raise click.UsageError(f"give either {outputs[0]} or {outputs[1]}, not both")
+    if not outputs:
+        raise click.UsageError("give --bootstrap HOST:PORT (produce to a broker), --segments DIR (write files) or "
+                               "--recording DIR (write a recording folder)")
     if speed == 0 and duration is None:
         raise click.UsageError("--speed 0 (as fast as possible) needs --duration")
     sim = Simulation(names, seed, offsets_partitions=offsets_partitions, scale_groups=groups)
@@ -64,6 +73,8 @@ def simulate(scenarios, seed, duration, speed, bootstrap, segments_dir, mode, of
         from streaming.simulator.kafka_sink import KafkaSink
 
         sink = KafkaSink(bootstrap)
+    elif recording_dir:
+        sink = RecordingSink(recording_dir)
     else:
         sink = SegmentSink(segments_dir)
     started = time.monotonic()
@@ -81,8 +92,10 @@ def simulate(scenarios, seed, duration, speed, bootstrap, segments_dir, mode, of
     finally:
         signal.signal(signal.SIGINT, previous)
         sink.close()
+        if recording_dir:
+            write_manifest(sim, sink)
     took = time.monotonic() - started
-    where = bootstrap or segments_dir
+    where = bootstrap or segments_dir or recording_dir
     click.echo(f"simulated {sim.elapsed_ms / 1000:.1f} s of {', '.join(s.name for s in sim.scenarios)} (seed {seed}): "
                f"{sim.coordinator.records_written} records to {where} in {took:.1f} s", err=True)
 

@@ -271,7 +271,11 @@ def evaluate_partition(
         return Verdict(Status.STALL, "stalled",
                        f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"
                        f" s while lag grew to {current_lag}")
-    if behind_ms >= th.warn_after(cadence):
+    warn_after = th.warn_after(cadence)
+    holding = previous == Status.WARN
+    # Hysteresis: WARN is entered at warn_after behind and left only below half of it (or when catching up), so
+    # the saw-tooth of time behind between two commits cannot flip it back and forth.
+    if behind_ms >= (warn_after / 2 if holding else warn_after):
         # Compare with the lag a horizon ago, or at the oldest commit the window still holds if that is later
         # (before it, the committed offset is not known).
         then = max(now_ms - th.trend_ms, offsets[0][0])
@@ -280,7 +284,7 @@ def evaluate_partition(
         if lag_then is not None:
             growing = current_lag > lag_then
             catching_up = current_lag < lag_then * th.catching_up_ratio
-            if growing or (previous == Status.WARN and not catching_up):
+            if (growing and behind_ms >= warn_after) or (holding and not catching_up):
                 return Verdict(Status.WARN, "falling_behind",
                                f"{behind_ms / 1000:.0f} s behind; lag {lag_then} -> {current_lag} over the last "
                                f"{th.trend_ms // 1000} s")

@@ -6,13 +6,24 @@ The behaviour follows librdkafka (the clients of the kafka-4.0 captures) and Kaf
   past the log end; a new partition starts at the group's committed offset, else at ``auto.offset.reset``;
 * ``commit="auto"``: ``enable.auto.commit`` — every ``auto.commit.interval.ms`` (5 s) the stored positions of
   partitions that moved since the last commit, with the fetched records' leader epoch; also on revocation and close;
-* ``commit="sync"`` / ``"async"``: the application commits explicit offsets (leader epoch -1, its own metadata)
-  after each processed batch (``commit_interval_ms``); async commits reach the broker a few ms later;
+* ``commit="changed"``: the application calls librdkafka's ``commit()`` without offsets every
+  ``commit_interval_ms`` (1 s): librdkafka commits the stored positions of the partitions that moved since its last
+  commit, with their leader epoch, and sends no OffsetCommit at all when none moved (``_NO_OFFSET``); also on
+  revocation and before close. This is what every client of the verdict recordings does
+  (``shared/conformance/verdicts``: one OffsetCommit per member per second, leader epoch 0, empty metadata;
+  ``idle_then_stop``'s id-quiet wrote no commit at all during 120 s of idle topic);
+* ``commit="sync"`` / ``"async"``: the application commits explicit offsets of every assigned partition (leader
+  epoch -1, its own metadata) after each processed batch (``commit_interval_ms``), unchanged ones included (like
+  ``idle_then_stop``'s id-chatty, which re-committed the same offsets every 5 s while idle); async commits reach
+  the broker a few ms later;
 * a stalled application (stops polling) commits nothing; its heartbeat thread keeps it in the group until
   ``max.poll.interval.ms`` passes, then the client leaves the group itself;
-* a crash stops everything: the coordinator expires the member after ``session.timeout.ms``; a graceful close
-  commits (auto-commit), then leaves — except a static member (``group.instance.id``), which does not send
-  LeaveGroup and is expired (or replaced when it restarts in time);
+* a crash (SIGKILL, ``os._exit``) stops everything: no commit, no LeaveGroup. The member stays in the group as a
+  *ghost* until ``session.timeout.ms`` passes without a heartbeat, and a classic join phase waits for it to rejoin
+  until then (see :meth:`SimConsumer.cannot_rejoin_until`; ``storm_crashloop``: rebalances every ~14 s, 16 members
+  removed on session expiry). A graceful close commits (auto / changed / sync), then leaves — except a static
+  member (``group.instance.id``), which does not send LeaveGroup and is expired (or replaced when it restarts in
+  time);
 * KIP-848 members heartbeat every ``group.consumer.heartbeat.interval.ms`` and acknowledge a revocation with an
   immediate heartbeat once the partitions are given up.
 """
@@ -32,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerConfig", "SimConsumer", "SimpleConsumer", "TransactionalApp", "COMMIT_MODES"]
 
-COMMIT_MODES = ("auto", "sync", "async", "none")
+COMMIT_MODES = ("auto", "changed", "sync", "async", "none")
+_STORED = ("auto", "changed")  # commits of librdkafka's stored positions: changed partitions only, leader epoch
 TP = tuple[str, int]
 
 
@@ -46,9 +58,9 @@ class ConsumerConfig:
     protocol: str = "classic"  # group.protocol: classic | consumer (KIP-848)
     assignor: str | None = "range"  # classic: partition.assignment.strategy; consumer: group.remote.assignor
     instance_id: str | None = None  # group.instance.id
-    commit: str = "auto"  # auto | sync | async | none
+    commit: str = "auto"  # auto | changed | sync | async | none
     auto_commit_interval_ms: int = 5000  # auto.commit.interval.ms
-    commit_interval_ms: int = 1000  # manual commit after each processed batch
+    commit_interval_ms: int = 1000  # the application's commit() (changed) / commit(offsets) (sync, async) cadence
     metadata: str = ""
     capacity: float = 1000.0  # messages per second the application processes
     session_timeout_ms: int = 45000  # session.timeout.ms (classic)
@@ -86,6 +98,11 @@ class SimConsumer:
         self.in_group = False
         self._last_ms = sim.sched.now_ms
         self._session = 0  # bumps on every (re)start so stale timers of an old life do nothing
+        # member ids of earlier lives that died without leaving -> when the coordinator expires them
+        self.ghosts: dict[str, int] = {}
+        # called once per life with the first non-empty assignment (scenarios: "lifetime after first assignment")
+        self.on_first_assignment = None
+        self._assigned_once = False
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -100,6 +117,7 @@ class SimConsumer:
         self.alive, self.stalled, self.paused, self.stalled_until_leave = True, False, False, None
         self._last_ms = self.sim.sched.now_ms
         self.assigned, self.positions, self.committed = (), {}, {}
+        self._assigned_once = False
         if c.protocol == "classic":
             self.member_id = self.coord.classic_join(
                 c.group, self, strategy=c.assignor or "range", client_id=c.client_id, topics=c.topics,
@@ -115,10 +133,27 @@ class SimConsumer:
             self._after_heartbeat(self.coord.groups[c.group].members[self.member_id])
             hb = self.coord.config.consumer_heartbeat_interval_ms
             self.sim.sched.after(self.rng.randint(hb // 2, hb), lambda: self._heartbeat(life))
+        self._log("member_start", member_id=self.member_id)
         if c.commit == "auto":
             self.sim.sched.after(c.auto_commit_interval_ms, lambda: self._auto_commit(life))
-        elif c.commit in ("sync", "async"):
+        elif c.commit in ("changed", "sync", "async"):
             self.sim.sched.after(c.commit_interval_ms, lambda: self._manual_commit(life))
+
+    def _log(self, event: str, **detail) -> None:
+        log = getattr(self.sim, "client_events", None)
+        if log is not None:
+            log.append({"t_ms": self.sim.sched.now_ms, "group": self.config.group, "client_id": self.config.client_id,
+                        "event": event, **detail})
+
+    def cannot_rejoin_until(self, member_id: str) -> int | None:
+        """When ``member_id`` of this client leaves a classic join phase it cannot take part in: the session expiry
+        of a ghost (a life that died without LeaveGroup), or the max.poll.interval.ms leave of a stalled
+        application. None: the member rejoins at its next heartbeat."""
+        if member_id in self.ghosts:
+            return self.ghosts[member_id]
+        if member_id == self.member_id and self.alive and self.stalled_until_leave is not None:
+            return self.stalled_until_leave
+        return None
 
     def stall(self) -> None:
         """The application stops calling poll(); the client leaves after ``max.poll.interval.ms``."""
@@ -140,20 +175,24 @@ class SimConsumer:
             self.start()
 
     def close(self) -> None:
-        """Graceful close: final commit (auto-commit), then LeaveGroup (static members do not leave)."""
+        """Graceful close: final commit (auto-commit, commit(), sync), then LeaveGroup (static members do not
+        leave)."""
         if not self.alive:
             return
-        if self.config.commit in ("auto", "sync") and not self.stalled:
-            self._commit(self.config.commit == "auto")
+        if self.config.commit in ("auto", "changed", "sync") and not self.stalled:
+            self._commit(self.config.commit in _STORED)
         self.alive = False
+        self._log("member_exit", how="close", member_id=self.member_id)
         self._leave(graceful=True)
 
     def crash(self) -> None:
-        """The process dies: no commit, no leave; the coordinator expires it after the session timeout."""
+        """The process dies (SIGKILL, crash): no commit, no leave; the coordinator expires it after the session
+        timeout, and until then it is a ghost member that holds its partitions (and a classic join phase)."""
         if not self.alive:
             return
         self._progress()
         self.alive = False
+        self._log("member_exit", how="crash", member_id=self.member_id)
         self._leave(graceful=False)
 
     def _leave(self, graceful: bool) -> None:
@@ -166,20 +205,30 @@ class SimConsumer:
             if graceful and c.instance_id is None:
                 self.coord.classic_leave(c.group, mid)
             else:
+                # The session runs from the last heartbeat (up to one interval before the death).
                 timeout = c.session_timeout_ms - self.rng.randint(0, c.heartbeat_interval_ms)
+                self.ghosts[mid] = self.sim.sched.now_ms + timeout
                 self.sim.sched.after(timeout, lambda: self._expire_classic(mid))
         else:
             if graceful:
                 self.coord.consumer_leave(c.group, mid)
             else:
+                # KIP-848: the broker fences the member after group.consumer.session.timeout.ms (45 s); until then
+                # it keeps its partitions (kip848_storm_and_rolling: 8 SIGKILLed flappers, each a member for 45 s).
                 timeout = self.coord.config.consumer_session_timeout_ms
-                self.sim.sched.after(timeout, lambda: self.coord.consumer_leave(c.group, mid))
+                self.ghosts[mid] = self.sim.sched.now_ms + timeout
+                self.sim.sched.after(timeout, lambda: self._expire_consumer(mid))
 
     def _expire_classic(self, member_id: str) -> None:
+        self.ghosts.pop(member_id, None)
         g = self.coord.groups.get(self.config.group)
         m = None if g is None else g.members.get(member_id)
-        if m is not None and m.client is self and not self.alive:
+        if m is not None and m.client is self and (member_id != self.member_id or not self.alive):
             self.coord.classic_leave(self.config.group, member_id)  # session expired
+
+    def _expire_consumer(self, member_id: str) -> None:
+        self.ghosts.pop(member_id, None)
+        self.coord.consumer_leave(self.config.group, member_id)
 
     def _max_poll_exceeded(self, life: int) -> None:
         if life != self._session or not self.alive or not self.stalled:
@@ -199,16 +248,17 @@ class SimConsumer:
         """Classic: the group is rebalancing. Eager assignors revoke everything first (committing as they do)."""
         if not self.alive or self.stalled or self.config.assignor == "cooperative-sticky":
             return
-        if self.config.commit in ("auto", "sync", "async"):
-            self._commit(self.config.commit == "auto")
+        if self.config.commit in ("auto", "changed", "sync", "async"):
+            self._commit(self.config.commit in _STORED)
         self.paused = True
 
     def on_assignment(self, member_id: str, generation: int, partitions) -> None:
-        if not self.alive:
-            return
+        if not self.alive or member_id in self.ghosts:
+            return  # a dead life's member id (this object was restarted): nobody receives that assignment
         self._progress()
         self.member_id, self.generation, self.paused = member_id, generation, False
         self._set_assignment(partitions)
+        self._log("assigned", member_id=member_id, generation=generation, partitions=len(self.assigned))
 
     def _set_assignment(self, partitions) -> None:
         new = tuple(sorted(partitions))
@@ -226,6 +276,10 @@ class SimConsumer:
             else:
                 positions[tp] = float(self.sim.topics[tp[0]].end_offset(tp[1], now))
         self.assigned, self.positions = new, positions
+        if new and not self._assigned_once:
+            self._assigned_once = True
+            if self.on_first_assignment is not None:
+                self.on_first_assignment(self)
 
     # ---- KIP-848 heartbeats ------------------------------------------------------------------------------------
 
@@ -241,10 +295,14 @@ class SimConsumer:
 
     def _after_heartbeat(self, m) -> None:
         self.generation = m.member_epoch
+        before = self.assigned
         self._set_assignment(m.assigned | m.pending)
+        if self.assigned != before:
+            self._log("assigned", member_id=self.member_id, generation=m.member_epoch, partitions=len(self.assigned))
         if m.state == MemberState.UNREVOKED_PARTITIONS:
-            # Revoke (committing first when auto-commit is on), then acknowledge with an immediate heartbeat.
-            if self.config.commit == "auto" and not self.stalled:
+            # Revoke (committing first when auto-commit / commit() is on), then acknowledge with an immediate
+            # heartbeat.
+            if self.config.commit in _STORED and not self.stalled:
                 self._commit(True)
             life = self._session
             self.sim.sched.after(self.rng.randint(8, 20), lambda: self._heartbeat(life, regular=False))
@@ -297,7 +355,9 @@ class SimConsumer:
         if life != self._session or not self.alive:
             return
         if self.in_group and not self.stalled and not self.paused and self.positions:
-            if self.config.commit == "async":
+            if self.config.commit == "changed":
+                self._commit(True)  # librdkafka commit(): the moved partitions only, nothing when none moved
+            elif self.config.commit == "async":
                 self.sim.sched.after(self.rng.randint(1, 20), lambda: self._async_done(life))
             else:
                 self._commit(False)

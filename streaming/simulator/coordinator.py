@@ -494,6 +494,11 @@ class Coordinator:
             for m in list(g.members.values()):
                 if m.client is not None:
                     m.client.on_rebalance_start(now)
+            if not g.members:
+                # The last member left: nobody to wait for, the empty generation is written at once (every verdict
+                # recording: generation N+1 with no members within ~0.1 s of the last clean close).
+                self._schedule_join_completion(g, now)
+                return
             # Members learn of the rebalance from their next heartbeat and rejoin.
             hb = max((getattr(m.client, "heartbeat_interval_ms", 3000) for m in g.members.values()), default=3000)
             self._schedule_join_completion(g, now + self.rng.randint(hb // 4, hb) + 5)
@@ -513,16 +518,18 @@ class Coordinator:
         if self.groups.get(g.group_id) is not g or g.state != "PREPARING_REBALANCE" or g.generation != gen \
                 or g.join_deadline != deadline:
             return
-        stalled = [m for m in g.members.values() if getattr(m.client, "stalled_until_leave", None)]
-        if stalled:
-            # A member that does not poll cannot rejoin: the join phase waits until it is removed
-            # (rebalance timeout / the client's own max.poll.interval.ms leave).
-            later = min(m.client.stalled_until_leave for m in stalled) + 1
+        # The join phase completes only when every known member has rejoined (or the rebalance timeout passes).
+        # A member that cannot rejoin holds it until it is removed: an application that stopped polling until its
+        # client leaves on max.poll.interval.ms, a ghost (killed or crashed without LeaveGroup) until its session
+        # expires. Real: storm_crashloop's rebalances came every ~14 s, each waiting for a SIGKILLed member's 10 s
+        # session timeout (broker log: 16 members removed on session expiry).
+        now = self.sched.now_ms
+        blocked = [t for t in (_cannot_rejoin_until(m) for m in g.members.values()) if t is not None and t >= now]
+        if blocked:
             g.join_deadline = None
-            self._schedule_join_completion(g, max(later, self.sched.now_ms + 1))
+            self._schedule_join_completion(g, min(blocked) + 1)
             return
         g.join_deadline = None
-        now = self.sched.now_ms
         g.generation += 1
         g.current_state_timestamp = now
         if not g.members:
@@ -814,3 +821,11 @@ def _server_assign(assignor: str, subs: Mapping[str, tuple[str, ...]], counts: M
             best = min(eligible, key=lambda m: (len(out[m]), m))
             out[best].add(tp)
     return {m: frozenset(v) for m, v in out.items()}
+
+
+def _cannot_rejoin_until(m: ClassicMemberSim) -> int | None:
+    """When a member that will not rejoin the current join phase is removed (None: it rejoins normally)."""
+    fn = getattr(m.client, "cannot_rejoin_until", None)
+    if fn is not None:
+        return fn(m.member_id)
+    return getattr(m.client, "stalled_until_leave", None)

@@ -3,6 +3,11 @@
 Names (``--scenario``): see :data:`SCENARIOS`. ``all`` means every scenario except ``scale`` (the benchmark mode).
 Every scenario uses its own topics and groups (prefixed with its name), so any combination runs side by side.
 Times are simulated seconds from the start; the interesting events of every scenario happen within 120 s.
+
+Scenarios with a real counterpart in ``shared/conformance/verdicts`` (Kafka 4.0, librdkafka 2.16 clients) are
+calibrated against it: their clients commit, crash, restart and flap the way the recorded clients did, and
+``tests/simulator/test_calibration.py`` holds their recordings to labels of the real recordings' shape. The
+comment on each scenario says which recording and which observation each setting reproduces.
 """
 
 from __future__ import annotations
@@ -50,10 +55,71 @@ def _steady(sim):
     _members(sim, 2, "steady-sticky", t, assignor="sticky", commit="async")
 
 
+# ---- shared client behaviours of the verdict recordings ---------------------------------------------------------
+
+def _restart_one_at_a_time(sim, members, first_s: float, every_s: float, down_s: float) -> None:
+    """A rolling restart as an operator does it (rolling_restart_classic, kip848 k8-roll): SIGTERM (the member
+    commits and closes), the new process for the same identity ``down_s`` later, the next member ``every_s`` after
+    the previous one."""
+    for i, m in enumerate(members):
+        def restart(m=m):
+            m.close()
+            sim.sched.after(int(down_s * 1000), m.start)
+        sim.at(first_s + every_s * i, restart)
+
+
+def _flapper(sim, cfg: ConsumerConfig, *, first_s: float, until_s: float, live_s=(2.5, 4.0), down_s=(0.5, 1.0),
+             kill_share: float = 1 / 3, after_assignment: bool = False, no_assignment_s: float = 15.0) -> None:
+    """One member identity crash-looping: each process lives ``live_s`` (from its start, or from its first
+    assignment when ``after_assignment``), then dies, and the next one starts ``down_s`` later, until ``until_s``.
+
+    A death is a SIGKILL (``crash``: no commit, no LeaveGroup, a ghost member until the session times out) with
+    probability ``kill_share``, else a clean close. Calibration: kip848_storm_and_rolling's flapper lived 2.5-4 s,
+    was down 0.5-1 s and was SIGKILLed in 8 of 21 cycles; storm_crashloop's instances lived 2-6 s after their first
+    assignment and gave up (clean close) when no assignment came within 15 s (a classic join phase waiting for a
+    ghost's session timeout).
+    """
+    def cycle(t: float) -> None:
+        c = SimConsumer(sim, cfg)
+        sim.clients.append(c)
+        kill = sim.rng.random() < kill_share
+        live_ms = int(sim.rng.uniform(*live_s) * 1000)
+        down = sim.rng.uniform(*down_s)
+
+        def die() -> None:
+            if not c.alive:
+                return
+            c.crash() if kill else c.close()
+            nxt = sim.elapsed_ms / 1000 + down
+            if nxt < until_s:
+                sim.at(nxt, lambda: cycle(nxt))
+
+        def give_up() -> None:
+            if c.alive and not c.assigned:
+                c.close()
+                nxt = sim.elapsed_ms / 1000 + down
+                if nxt < until_s:
+                    sim.at(nxt, lambda: cycle(nxt))
+
+        c.start()
+        if after_assignment:
+            c.on_first_assignment = lambda _c: sim.sched.after(live_ms, die)
+            sim.sched.after(int(no_assignment_s * 1000), give_up)
+        else:
+            sim.sched.after(live_ms, die)
+
+    sim.at(first_s, lambda: cycle(first_s))
+
+
 # ---- lagging: consumers slower than the producers ---------------------------------------------------------------
 
 def _lagging(sim):
-    _members(sim, 2, "lagging", ("lagging-clicks",), assignor="range", commit="auto", capacity=150.0)
+    # slow_consumer: the slow member commits its processed position with librdkafka commit() every 2 s (changed
+    # partitions, every partition advancing: the member interleaves its partitions, as _progress spreads capacity).
+    _members(sim, 2, "lagging", ("lagging-clicks",), assignor="range", commit="changed", commit_interval_ms=2000,
+             capacity=150.0)
+    # The same consumers with librdkafka's default enable.auto.commit (every 5 s, changed partitions).
+    _members(sim, 2, "lagging-autocommit", ("lagging-clicks",), assignor="range", commit="auto", capacity=150.0)
 
 
 # ---- stalled: one member stops polling, leaves after max.poll.interval.ms, comes back later ----------------------
@@ -73,39 +139,56 @@ def _stopped(sim):
         sim.at(30, m.close)
 
 
+# ---- idle, then stopped: an idle topic with live consumers, then consumers gone while production resumes ----------
+
+IDLE_S = (30.0, 150.0, 170.0)  # the producer pauses, resumes; both members exit for good
+
+
+def _idle_then_stop(sim):
+    # idle_then_stop: 100 msg/s over 4 partitions, paused from 30 s to 150 s. idle-quiet commits with librdkafka
+    # commit() every 1 s, so nothing at all while the topic is idle (real: 0 commit records in the idle window,
+    # longest gap 119.6 s); idle-chatty commits every assigned partition explicitly every 5 s, so the same offsets
+    # again and again while idle (real: 22 same-offset commits per partition). Both exit for good at 170 s (SIGTERM:
+    # final commit, clean close) while production goes on.
+    t = ("idle-orders",)
+    quiet = _members(sim, 1, "idle-quiet", t, assignor="range", commit="changed")
+    chatty = _members(sim, 1, "idle-chatty", t, assignor="range", commit="sync", commit_interval_ms=5000)
+    pause, resume, gone = IDLE_S
+    sim.at(pause, lambda: sim.set_rate("idle-orders", 0.0))
+    sim.at(resume, lambda: sim.set_rate("idle-orders", 25.0))
+    for m in quiet + chatty:
+        sim.at(gone, m.close)
+
+
 # ---- storm: a crash-looping member keeps a cooperative-sticky group rebalancing --------------------------------
 
+STORM_FLAPPING_S = (5.0, 60.0)  # the flapper's first start and the time after which it is not restarted
+
+
 def _storm(sim):
-    stable = _members(sim, 3, "storm", ("storm-orders",), assignor="cooperative-sticky", commit="sync",
-                      heartbeat_interval_ms=1000, session_timeout_ms=10000)
+    # session.timeout.ms 10 s / heartbeat 1 s as storm_crashloop's members (a SIGKILLed ghost goes after 10 s).
+    kw = dict(assignor="cooperative-sticky", commit="sync", heartbeat_interval_ms=1000, session_timeout_ms=10000)
+    stable = _members(sim, 3, "storm", ("storm-orders",), **kw)
     for i, m in enumerate(stable):  # the storm ends with everyone leaving: the group's last, empty generation
         sim.at(114 + i, m.close)
-    cfg = ConsumerConfig(group="storm", client_id="storm-flaky", topics=("storm-orders",),
-                         assignor="cooperative-sticky", commit="sync", heartbeat_interval_ms=1000,
-                         session_timeout_ms=10000)
-
-    def cycle(t: float) -> None:
-        c = SimConsumer(sim, cfg)
-        sim.clients.append(c)
-        sim.at(t, c.start)
-        up = sim.rng.uniform(4, 8)
-        sim.at(t + up, c.close)
-        nxt = t + up + sim.rng.uniform(1, 3)
-        if nxt < 110:
-            sim.at(t + up, lambda: cycle(nxt))
-
-    cycle(5.0)
+    # The flapper behaves like storm_crashloop's instances: it lives 2-6 s after its first assignment, and 16 of 21
+    # of those deaths were SIGKILLs or crashes without close (no LeaveGroup), so a ghost usually holds the next
+    # join phase for up to its 10 s session (rebalances every ~10-14 s, as recorded).
+    cfg = ConsumerConfig(group="storm", client_id="storm-flaky", topics=("storm-orders",), **kw)
+    _flapper(sim, cfg, first_s=STORM_FLAPPING_S[0], until_s=STORM_FLAPPING_S[1], live_s=(2.0, 6.0),
+             kill_share=16 / 21, after_assignment=True)
 
 
 # ---- rolling restart: members restarted one after another (new member ids) ------------------------------------
 
+ROLLING_RESTARTS_S = (40.0, 10.0, 2.0)  # first restart, between restarts, down time of each member
+
+
 def _rolling(sim):
-    ms = _members(sim, 3, "rolling", ("rolling-payments",), assignor="range", commit="auto")
-    for i, m in enumerate(ms):
-        def restart(m=m):
-            m.close()
-            sim.at(sim.elapsed_ms / 1000 + 5, m.start)
-        sim.at(30 + 20 * i, restart)
+    # rolling_restart_classic: librdkafka commit() every 1 s (changed partitions) + on revoke + before close; from
+    # 40 s each member gets SIGTERM (commit, close), its new process starts 2 s later, the next member 10 s later.
+    ms = _members(sim, 3, "rolling", ("rolling-payments",), assignor="range", commit="changed")
+    _restart_one_at_a_time(sim, ms, *ROLLING_RESTARTS_S)
 
 
 # ---- static restart: KIP-345 member replaced within the session timeout; another one expires --------------------
@@ -145,6 +228,26 @@ def _kip848(sim):
     rs = _members(sim, 2, "kip848-range", t, protocol="consumer", assignor="range", commit="sync", stagger_s=5)
     sim.at(100, rs[0].close)
     sim.at(105, rs[1].close)
+
+
+# ---- KIP-848 churn: a flapping member beside stable ones, and a rolling restart ----------------------------------
+
+KIP848_FLAPPING_S = (10.0, 100.0)
+KIP848_RESTARTS_S = (40.0, 10.0, 2.0)
+
+
+def _kip848_churn(sim):
+    # kip848_storm_and_rolling: group.protocol=consumer, server-side uniform assignor, librdkafka commit() every
+    # 1 s + on revoke. k8-storm: 2 stable members and one identity flapping from 10 s to 100 s (lives 2.5-4 s, a
+    # third SIGKILLed: a member until the 45 s session timeout; down 0.5-1 s). k8-roll: 3 members restarted one at a
+    # time at 40 / 50 / 60 s, each new process 2 s after the clean close.
+    t = ("kip848-churn-orders",)
+    kw = dict(protocol="consumer", assignor=None, commit="changed")
+    _members(sim, 2, "kip848-storm", t, at_s=2.0, **kw)
+    cfg = ConsumerConfig(group="kip848-storm", client_id="kip848-storm-flapper", topics=t, **kw)
+    _flapper(sim, cfg, first_s=KIP848_FLAPPING_S[0], until_s=KIP848_FLAPPING_S[1])
+    ms = _members(sim, 3, "kip848-roll", t, at_s=2.0, **kw)
+    _restart_one_at_a_time(sim, ms, *KIP848_RESTARTS_S)
 
 
 # ---- transactional offset commits --------------------------------------------------------------------------------
@@ -206,16 +309,21 @@ def _t(*specs):
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("steady", "classic groups (range, roundrobin, sticky) keeping up; auto, sync and async commits",
              _steady_topics, _steady),
-    Scenario("lagging", "a group consuming slower than its topic is produced: lag grows steadily",
+    Scenario("lagging", "groups consuming slower than their topic is produced (commit() every 2 s; auto-commit): "
+             "lag grows steadily",
              _t((TopicSpec("lagging-clicks", 4, 100.0), 0)), _lagging),
     Scenario("stalled", "a member stops polling at 20 s, leaves on max.poll.interval.ms (30 s), resumes at 90 s",
              _t((TopicSpec("stalled-events", 6, 20.0), 0)), _stalled),
     Scenario("stopped", "every member closes at 30 s: the group is Empty and its lag grows",
              _t((TopicSpec("stopped-logs", 4, 20.0), 0)), _stopped),
-    Scenario("storm", "a flapping member keeps a cooperative-sticky group rebalancing (with follow-up generations); "
-             "everyone leaves at 114-116 s",
+    Scenario("idle-then-stop", "a topic idle from 30 s to 150 s under live consumers (one commits nothing while "
+             "idle, one re-commits every 5 s); both exit for good at 170 s while production goes on",
+             _t((TopicSpec("idle-orders", 4, 25.0), 0)), _idle_then_stop),
+    Scenario("storm", "a flapping member (5-60 s, some deaths SIGKILLs) keeps a cooperative-sticky group "
+             "rebalancing (with follow-up generations); everyone leaves at 114-116 s",
              _t((TopicSpec("storm-orders", 8, 20.0), 0)), _storm),
-    Scenario("rolling-restart", "members restarted one by one at 30, 50, 70 s (new member ids)",
+    Scenario("rolling-restart", "members restarted one by one at 40, 50, 60 s, each back 2 s later (new member "
+             "ids)",
              _t((TopicSpec("rolling-payments", 6, 20.0), 0)), _rolling),
     Scenario("static-restart", "a static member crashes and is replaced in the same generation; another expires",
              _t((TopicSpec("static-orders", 6, 20.0), 0)), _static),
@@ -224,6 +332,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kip848", "KIP-848 consumer groups (uniform, range): joins, revocation, leaves, a session expiry "
              "(70 s crash, fenced at 115 s); both groups end empty",
              _t((TopicSpec("kip848-alpha", 6, 20.0), 0), (TopicSpec("kip848-beta", 4, 10.0), 0)), _kip848),
+    Scenario("kip848-churn", "KIP-848: a member flapping 10-100 s beside two stable ones (SIGKILLed ones stay 45 s); "
+             "another group restarted one member at a time at 40, 50, 60 s",
+             _t((TopicSpec("kip848-churn-orders", 6, 100.0 / 6), 0)), _kip848_churn),
     Scenario("transactional", "EOS apps (classic and KIP-848 groups): TxnOffsetCommit, COMMIT and ABORT markers",
              _t((TopicSpec("txn-in", 3, 20.0), 0)), _transactional),
     Scenario("deletion", "groups stop; OffsetDelete of one topic at 40 s; DeleteGroups (classic, KIP-848, simple) at 60 s",

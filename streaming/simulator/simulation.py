@@ -52,6 +52,9 @@ class Simulation:
         self.sink: Sink | None = None
         self._producer_ids = 0
         self.clients: list = []
+        # what the simulated clients did, like a real recording's client_events.jsonl: {"t_ms", "group",
+        # "client_id", "event": member_start | member_exit (how: close | crash) | assigned, ...}
+        self.client_events: list[dict] = []
 
     # ---- setup -----------------------------------------------------------------------------------------------
 
@@ -134,6 +137,10 @@ class Simulation:
         for gid, g in list(self.coordinator.groups.items()):
             if isinstance(g, ClassicGroupSim) and any(topic in m.topics for m in g.members.values()):
                 self.sched.after(notice_after_ms, lambda gid=gid: self.coordinator.classic_metadata_changed(gid))
+
+    def set_rate(self, topic: str, rate: float) -> None:
+        """The topic's producer changes its rate (messages per second per partition) now; 0 pauses it."""
+        self.topics[topic].set_rate(rate, self.sched.now_ms)
 
     def end_offsets(self) -> dict[tuple[str, int], int]:
         now = self.sched.now_ms

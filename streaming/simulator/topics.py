@@ -49,6 +49,14 @@ class Topic:
             self._starts.append(now_ms)
             self._bases.append(0)
 
+    def set_rate(self, rate: float, now_ms: int) -> None:
+        """The producer changes its rate (messages per second per partition) from ``now_ms`` on (0: paused)."""
+        if rate < 0:
+            raise ValueError("rate must be >= 0")
+        self._bases = self.end_offsets(now_ms)
+        self._starts = [now_ms] * len(self._starts)
+        self.rate_per_ms = rate / 1000.0
+
     def end_offset(self, partition: int, now_ms: int) -> int:
         return self._bases[partition] + int((now_ms - self._starts[partition]) * self.rate_per_ms)
 

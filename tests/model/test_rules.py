@@ -50,6 +50,10 @@ CASES = [
     # 4. Same lag, but it was WARN and is not catching up (lag flat): WARN holds (no flapping).
     (4, [(t, 10 * t) for t in range(93, 101)], [(t, 10 * t + 500) for t in range(40, 101)], 500,
      100, -1, owned(100), Status.WARN, Status.WARN, "falling_behind"),
+    # 4b. WARN holds through the saw-tooth of a 5 s committer: 8 s behind right after a commit (over half of the
+    #     15 s threshold) while lag still grows.
+    (4.5, [(t, 6 * t) for t in range(60, 101, 5)], [(t, 10 * t - 200) for t in range(40, 101)], 240, 100, -1,
+     owned(100), Status.WARN, Status.WARN, "falling_behind"),
     # 5. ... and the same flat lag from OK does not enter WARN: only growth does.
     (5, [(t, 10 * t) for t in range(93, 101)], [(t, 10 * t + 500) for t in range(40, 101)], 500,
      100, -1, owned(100), Status.OK, Status.OK, "progressing"),

@@ -127,7 +127,9 @@ def test_scenarios_do_what_they_say_in_the_log():
                 r = decode_record(k, v)
                 if r.type == 2 and r.value is not None:
                     gens.setdefault(r.key.group, []).append(r.value.generation)
-    assert len(gens["storm"]) > 15  # a rebalance storm: many generations in two minutes
+    # A rebalance storm: many generations in two minutes. Not more than one per ~10 s once the flapper's SIGKILLed
+    # ghosts hold the join phases for their 10 s session, as in storm_crashloop (10 generations in 164 s).
+    assert len(gens["storm"]) >= 10
     assert max(gens["stalled"]) >= 3  # the stalled member left (max.poll.interval) and rejoined later
     markers = [e for e in sink.entries if isinstance(e, Marker)]
     assert {m.commit for m in markers} == {True, False}
