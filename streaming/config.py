@@ -106,7 +106,7 @@ class ModelSettings(_Section):
     storm_rebalances: int = Field(3, ge=2)
     storm_window_seconds: float = Field(600.0, gt=0)
     storm_flaps: int = Field(2, ge=1)
-    flap_lifetime_seconds: float = Field(30.0, gt=0)
+    flap_lifetime_seconds: float = Field(20.0, gt=0)
     settle_seconds: float = Field(20.0, gt=0)
     storm_quiet_seconds: float = Field(60.0, gt=0)
     end_offset_history: int = Field(64, ge=2, le=10000)

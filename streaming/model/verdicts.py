@@ -72,7 +72,7 @@ class RebalanceConfig:
     storm_rebalances: int = 3  # churn rebalances in the window before a storm can be called
     storm_window_ms: int = 600_000
     storm_flaps: int = 2  # flaps in the window that make the churn a storm
-    flap_lifetime_ms: int = 30_000  # a member leaving sooner than this after joining flapped
+    flap_lifetime_ms: int = 20_000  # a member leaving sooner than this after joining flapped
     identity_flap_departures: int = 3  # the n-th departure of one identity in the window is a flap
     settle_ms: int = 20_000  # quiet time that ends an episode (and lets its verdict be taken)
     restart_wait_ms: int = 60_000  # ... while the group is smaller than at the episode's start: time for the
