@@ -98,6 +98,8 @@ class Ownership:
     # False when the log does not say who holds which partition (a classic group of another protocol type whose
     # assignment cannot be decoded, a streams group's tasks): then only commits can be judged, as for simple groups
     assignment_known: bool = True
+    # False when no member subscribes to the partition's topic: the offsets are left from an earlier subscription
+    topic_subscribed: bool = True
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -255,6 +257,10 @@ def evaluate_partition(
         if not ownership.membership_known or not ownership.assignment_known:
             return Verdict(Status.STOP, "stopped",
                            f"no commit for {quiet_s:.0f} s while {current_lag} behind")
+        if ownership.owner is None and not ownership.topic_subscribed:
+            return Verdict(Status.STOP, "unsubscribed",
+                           f"no member subscribes to this topic any more (offsets left from an earlier "
+                           f"subscription); {current_lag} behind, last commit {quiet_s:.0f} s ago")
         if ownership.owner is None:
             return Verdict(Status.STOP, "unowned",
                            f"no member holds this partition; no commit for {quiet_s:.0f} s, {current_lag} behind")
@@ -297,5 +303,5 @@ def group_status(statuses) -> Status:
 
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
-RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unowned",
+RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
          "owner_busy_elsewhere", "stuck_member", "stalled", "falling_behind", "progressing")

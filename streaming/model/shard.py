@@ -493,8 +493,15 @@ class GroupCoordinatorShard:
             m = owners.get((topic, p))
             if m is not None and cts > owner_last.get(m.member_id, -1):
                 owner_last[m.member_id] = cts
+        # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
+        subscribed: set[str] | None = None
+        if isinstance(g, ConsumerGroup):
+            subscribed = g.subscribed_topics()
+        elif isinstance(g, ClassicGroup) and g.members and all(m.topics for m in g.members.values()):
+            subscribed = {t for m in g.members.values() for t in m.topics}
         # One Ownership per member (and one for unowned partitions), shared by its partitions.
         unowned = Ownership(known, empty, None, "", None, None, assignment_known)
+        unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
         ownership_of = {m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
                                                owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known)
                         for m in members}
@@ -512,7 +519,10 @@ class GroupCoordinatorShard:
                 loss = 0 <= lwm and off < lwm
                 ends_list = list(zip(h.times, h.ends))
             owner = owners.get((topic, p))
-            ownership = unowned if owner is None else ownership_of[owner.member_id]
+            if owner is not None:
+                ownership = ownership_of[owner.member_id]
+            else:
+                ownership = unsubscribed if subscribed is not None and topic not in subscribed else unowned
             code = store.status_of(gid, topic, p)
             previous = None if code == NO_STATUS else _STATUS_OF_CODE[code]
             verdict = evaluate_partition(window, ends_list, lag, now, th, lwm, ownership, previous, cadence)

@@ -84,6 +84,9 @@ CASES = [
     # 15. Unowned: the group has members but none holds this partition, no commit for 40 s.
     (15, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, None), Status.OK, Status.STOP,
      "unowned"),
+    # 15a. The same, but no member subscribes to the topic any more: offsets left from an earlier subscription.
+    (15.2, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, None, topic_subscribed=False),
+     Status.OK, Status.STOP, "unsubscribed"),
     # 15b. The same, but the log cannot say who holds what (an undecodable classic protocol, a streams group's
     #      tasks): judged by commits alone, like a simple group.
     (15.5, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, None, assignment_known=False),
