@@ -331,6 +331,9 @@ class RebalanceJudge:
                 j.storm_since = None
                 j.counters = replace(j.counters, storm_active=False, last_verdict="storm_ended", last_reason=reason,
                                      last_verdict_ms=end)
+                # A new storm needs new evidence: the ended one's churn and flaps no longer count.
+                j.churn.clear()
+                j.departures.clear()
                 j.episode = None
             return out
         ep = j.episode

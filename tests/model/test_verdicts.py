@@ -193,3 +193,20 @@ def test_crash_loop_with_long_session_timeouts_is_a_storm_by_identity():
         g.to(dict(members), t + 50)
         t += 55
     assert "storm" in [v for v, _ in g.verdicts()]
+
+
+def test_a_deploy_after_a_storm_ended_is_a_rolling_restart_not_a_new_storm():
+    g = Group(crew("a", "b", "f"), t=0)
+    g.wait(30)
+    for k in range(1, 6):
+        g.to({**crew("a", "b"), f"f-{k}": "f@h"}, 30 + 3 * k)
+    g.wait(200)  # quiet for a minute: the storm ended
+    members = {**crew("a", "b"), "f-5": "f@h"}
+    t = 300.0
+    for name, old in (("a", "a-0"), ("b", "b-0"), ("f", "f-5")):
+        members.pop(old)
+        g.to(dict(members), t)
+        members[f"{name}-new"] = f"{name}@h"
+        g.to(dict(members), t + 3)
+        t += 10
+    assert [v for v, _ in g.verdicts()] == ["formation", "storm", "storm_ended", "rolling_restart"]
