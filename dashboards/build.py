@@ -276,8 +276,14 @@ def overview() -> db.Dashboard:
                           "{{group}}"), bars=True, span=8))
 
     d = d.with_row(row(ids, "Monitor"))
-    d = d.with_panel(ts(ids, "Data age", "Age of the newest heartbeat the model applied (alert at 2 minutes).",
-                        q(f"groupscope_heartbeat_age_seconds{{{mon}}}", "data age"), unit="s", span=8))
+    d = d.with_panel(ts(ids, "Data age", "Age of the newest heartbeat the model applied (alert at 2 minutes), and "
+                        "time since the last micro-batch finished (alert at 5 minutes; /ready says 503 past its "
+                        "limits).",
+                        q(f"groupscope_heartbeat_age_seconds{{{mon}}}", "data age"),
+                        q(f"groupscope_last_batch_age_seconds{{{mon}}}", "last batch age"), unit="s", span=8))
+    d = d.with_panel(ts(ids, "Kafka reachable", "1 when the job's heartbeat emitter reached Kafka at its last "
+                        "attempt, 0 when it failed (alert after 5 minutes).",
+                        q(f"groupscope_kafka_up{{{mon}}}", "kafka up"), unit="short", span=8))
     d = d.with_panel(ts(ids, "Throughput", "__consumer_offsets records decoded per second, and the input rate of the "
                         "last micro-batch.",
                         q(f"rate(groupscope_records_decoded_total{{{mon}}}[$__rate_interval])", "decoded/s"),

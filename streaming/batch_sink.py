@@ -16,8 +16,8 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from .step import StepHealth
-from .tables import TABLES
+from .step import METRICS_PARTITIONS, StepHealth
+from .tables import LAG, TABLES
 
 __all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs"]
 
@@ -63,12 +63,12 @@ def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> Ba
     for _shard, kind, payload in rows:
         if kind == "health":
             result.health.append(decode_health(payload))
-        elif kind in TABLES:
+        elif kind in TABLES or kind == METRICS_PARTITIONS:
             chunks.setdefault(kind, []).append(decode_table(payload))
         else:
             log.warning("unknown step output %r ignored", kind)
     for kind, parts in chunks.items():
-        result.tables[kind] = pa.concat_tables(parts).cast(TABLES[kind])
+        result.tables[kind] = pa.concat_tables(parts).cast(TABLES.get(kind, LAG))
     result.health.sort(key=lambda h: h.shard)
     return result
 
@@ -99,3 +99,9 @@ class BatchSink:
 def table_rows(result: BatchResult, name: str) -> list[dict[str, Any]]:
     t = result.tables.get(name)
     return [] if t is None else t.to_pylist()
+
+
+def partition_rows_for_metrics(result: BatchResult) -> list[dict[str, Any]]:
+    """The partition rows a batch has for the metrics: the ``lag`` table's when it was due, and the metrics-only
+    ``partitions`` rows of the groups the batch re-evaluated otherwise."""
+    return table_rows(result, "lag") + table_rows(result, METRICS_PARTITIONS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .batch_sink import BatchResult, table_rows
+from .batch_sink import BatchResult, partition_rows_for_metrics, table_rows
 from .config import Settings
 from .sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
 
@@ -21,7 +21,17 @@ class MetricsFeed:
         self.state = MetricsState(keep_partitions=m.partition_metrics)
         self._last_batch_at: float | None = None
         self.server = MetricsServer(self.state, cluster=settings.cluster, host=m.host, port=m.port,
-                                    partition_metrics=m.partition_metrics)
+                                    partition_metrics=m.partition_metrics, kafka_up=self._kafka_up,
+                                    max_batch_age_s=m.ready_max_batch_age_seconds,
+                                    max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds)
+
+    def _kafka_up(self) -> bool | None:
+        """Whether the heartbeat emitter's last attempt reached Kafka; None before it tried or without one."""
+        emitter = self.emitter() if self.emitter is not None else None
+        if emitter is None:
+            return None
+        status = emitter.status
+        return None if status.ticks == 0 and status.failures == 0 else status.kafka_up
 
     @property
     def port(self) -> int:
@@ -48,5 +58,5 @@ class MetricsFeed:
             input_records_per_second=records / elapsed if elapsed > 0 else 0.0,
             query_restarts=self.status.restarts,
         )
-        self.state.apply_batch(table_rows(result, "groups"), table_rows(result, "lag"),
+        self.state.apply_batch(table_rows(result, "groups"), partition_rows_for_metrics(result),
                                table_rows(result, "group_events"), self.health, batch_id=result.batch_id)

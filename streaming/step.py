@@ -10,7 +10,8 @@ and the Spark glue stays a few lines. For one shard (one ``__consumer_offsets`` 
    catch-up batch of millions of commits then costs one model update per partition;
 4. applies the heartbeats (end offsets at the emitter's clock);
 5. emits events, a ``groups`` row for every group the batch touched, and on a timer every group of the shard (and
-   its partitions to ``lag``), so lag that moves with the end offsets reaches the sinks without a commit.
+   its partitions to ``lag``), so lag that moves with the end offsets reaches the sinks without a commit. With
+   per-partition metrics on, the partitions of every group it re-evaluated go to ``partitions`` (metrics only).
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from .model.lag import EndOffsetSample
 from .model.shard import GroupCoordinatorShard, ModelConfig
 from .tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, SOURCE, TS, event_row, group_row, partition_rows
 
-__all__ = ["StepConfig", "StepHealth", "ShardStep", "SOURCE_SCHEMA"]
+__all__ = ["StepConfig", "StepHealth", "ShardStep", "SOURCE_SCHEMA", "METRICS_PARTITIONS"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
 SOURCE_SCHEMA = SOURCE  # the rows a step takes: what the Kafka source delivers
+# Output of partition rows (``LAG`` schema) meant for the metrics only, not the Delta ``lag`` table.
+METRICS_PARTITIONS = "partitions"
 _STATE_MAGIC = b"GSS1"
 
 
@@ -49,7 +52,7 @@ class StepConfig:
     offsets_topic: str = OFFSETS_TOPIC
     snapshot_interval_ms: int = 10_000  # every group of the shard re-evaluated at least this often
     lag_interval_ms: int = 60_000  # partition rows written to the ``lag`` table this often
-    partition_rows_every_snapshot: bool = False  # partition-level metrics need them at every refresh
+    partition_rows_every_snapshot: bool = False  # partition-level metrics: partitions of re-evaluated groups
     caught_up_slack: int = 0  # records behind the offsets topic's LSO still counted as caught up
     model: ModelConfig = field(default_factory=ModelConfig)
 
@@ -162,12 +165,19 @@ class ShardStep:
         group_rows += [_deleted_row(gid, self.shard, now) for gid in sorted(deleted - known)]
         if group_rows:
             tables["groups"] = pa.Table.from_pylist(group_rows, schema=GROUPS)
-        if full and (lag_due or self.config.partition_rows_every_snapshot):
+        if full and lag_due:
             lag_rows = [r for s in snapshots for r in partition_rows(s, shard=self.shard, now_ms=now)]
-            if lag_due:
-                self.meta.last_lag_ms = now
+            self.meta.last_lag_ms = now
             if lag_rows:
                 tables["lag"] = pa.Table.from_pylist(lag_rows, schema=LAG)
+        elif self.config.partition_rows_every_snapshot and snapshots:
+            # Per-partition metrics as fresh as the group ones: every group this batch re-evaluated (the groups it
+            # touched, or all of them at a full snapshot) with all its partitions, so a commit shows in the
+            # per-partition series in the batch that applies it. For the metrics only (``partitions``): the Delta
+            # ``lag`` table keeps its own interval instead of a row per partition per commit.
+            part_rows = [r for s in snapshots for r in partition_rows(s, shard=self.shard, now_ms=now)]
+            if part_rows:
+                tables[METRICS_PARTITIONS] = pa.Table.from_pylist(part_rows, schema=LAG)
         health = StepHealth(
             shard=self.shard,
             records=records.num_rows,

@@ -18,12 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from ..heartbeat_format import encode_heartbeats
 from .client import KafkaAccess, KafkaUnavailable
 
-__all__ = ["HeartbeatEmitter", "EmitterStatus"]
+__all__ = ["HeartbeatEmitter", "EmitterStatus", "config_fixes"]
 
 log = logging.getLogger("groupscope.heartbeat")
 
@@ -68,6 +69,12 @@ class HeartbeatEmitter:
         self._lock = threading.Lock()
         self._status = EmitterStatus(0, 0, -1, None, False, 0)
         self._seq = 0
+        # The heartbeat topic's configuration check (see ensure_topic): None (not started), "describing",
+        # "altering", then "ok", "corrected" or "failed" (config_problem says why).
+        self._config_state: str | None = None
+        self._config_future = None
+        self._config_fixes: dict[str, str] = {}
+        self.config_problem: str | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------------
 
@@ -96,20 +103,89 @@ class HeartbeatEmitter:
 
     # ---- one tick ---------------------------------------------------------------------------------------------
 
+    def wanted_config(self) -> dict[str, str]:
+        """The topic configuration heartbeats need: time retention (they are only read near the end)."""
+        return {"retention.ms": str(self.retention_ms), "cleanup.policy": "delete"}
+
     def ensure_topic(self) -> bool:
-        """Creates the heartbeat topic (1 partition, time retention) if missing; False if it cannot."""
+        """Makes sure the heartbeat topic exists (1 partition, :meth:`wanted_config`); False if it cannot.
+
+        Where the broker auto-creates topics, something else (another client's lookup, a producer) may have created
+        it first with the broker's defaults: creation then says TOPIC_ALREADY_EXISTS, which is success here, and the
+        configuration is corrected with IncrementalAlterConfigs. The correction runs in the background (admin
+        futures, checked at each tick), so a broker that is slow to answer it never delays or fails a tick."""
         try:
             if self.access.partitions(self.topic):
+                self._check_config()
                 return True
             futures = self.access._admin.create_topics(
-                [NewTopic(self.topic, num_partitions=1, replication_factor=-1,
-                          config={"retention.ms": str(self.retention_ms), "cleanup.policy": "delete"})])
+                [NewTopic(self.topic, num_partitions=1, replication_factor=-1, config=self.wanted_config())],
+                request_timeout=self.access.timeout_s)
             for f in futures.values():
-                f.result(timeout=self.access.timeout_s)
+                try:
+                    f.result(timeout=self.access.timeout_s + 5)
+                except KafkaException as exc:
+                    if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
+                        log.info("heartbeat topic %s was created meanwhile by someone else; checking its "
+                                 "configuration", self.topic)
+                        self._check_config()
+                        return True
+                    raise
             return True
         except Exception as exc:  # noqa: BLE001 - reported, and the next tick tries again
-            log.warning("cannot create heartbeat topic %s: %s", self.topic, exc)
+            log.warning("cannot create heartbeat topic %s: %s", self.topic, _one_line(exc))
             return False
+
+    def _check_config(self) -> None:
+        """Starts (once) reading the topic's configuration; :meth:`_poll_config` corrects it when it differs."""
+        if self._config_state is not None:
+            return
+        resource = ConfigResource(ResourceType.TOPIC, self.topic)
+        try:
+            self._config_future = self.access._admin.describe_configs(
+                [resource], request_timeout=self.access.timeout_s)[resource]
+            self._config_state = "describing"
+        except Exception as exc:  # noqa: BLE001
+            self._config_done(f"cannot read its configuration: {_one_line(exc)}")
+
+    def _poll_config(self) -> None:
+        """Advances the background configuration check by one step if its answer has come."""
+        future = self._config_future
+        if future is None or not future.done():
+            return
+        self._config_future = None
+        try:
+            result = future.result(timeout=0)
+        except Exception as exc:  # noqa: BLE001
+            what = "read" if self._config_state == "describing" else "correct"
+            self._config_done(f"cannot {what} its configuration: {_one_line(exc)}")
+            return
+        if self._config_state == "describing":
+            current = {name: entry.value for name, entry in result.items()}
+            fixes = config_fixes(current, self.wanted_config())
+            if not fixes:
+                self._config_done(None)
+                return
+            resource = ConfigResource(ResourceType.TOPIC, self.topic, incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in fixes.items()])
+            try:
+                self._config_future = self.access._admin.incremental_alter_configs(
+                    [resource], request_timeout=self.access.timeout_s)[resource]
+                self._config_state = "altering"
+                self._config_fixes = fixes
+            except Exception as exc:  # noqa: BLE001
+                self._config_done(f"cannot correct its configuration: {_one_line(exc)}")
+            return
+        log.info("heartbeat topic %s configuration corrected: %s", self.topic,
+                 ", ".join(f"{k}={v}" for k, v in sorted(self._config_fixes.items())))
+        self._config_done(None, corrected=True)
+
+    def _config_done(self, problem: str | None, *, corrected: bool = False) -> None:
+        self._config_state = "corrected" if corrected else ("ok" if problem is None else "failed")
+        self.config_problem = problem
+        if problem is not None:
+            log.warning("heartbeat topic %s: %s; heartbeats go on with the topic as it is (wanted: %s)", self.topic,
+                        problem, ", ".join(f"{k}={v}" for k, v in sorted(self.wanted_config().items())))
 
     def watched_partitions(self) -> list[tuple[str, int]]:
         topics = self.access.topics()
@@ -127,6 +203,7 @@ class HeartbeatEmitter:
                 if not self.ensure_topic():
                     raise KafkaUnavailable(f"heartbeat topic {self.topic} is missing and cannot be created")
                 self._producer = self.access.producer({"linger.ms": "5", "acks": "all"})
+            self._poll_config()
             partitions = self.watched_partitions()
             ends = self.access.end_offsets(partitions)
             now_ms = int(self.clock() * 1000)
@@ -148,3 +225,14 @@ class HeartbeatEmitter:
             s = self._status
             self._status = EmitterStatus(s.ticks + 1, s.failures, now_ms, None, True, len(rows))
         return True
+
+
+def config_fixes(current: Mapping[str, str | None], wanted: Mapping[str, str]) -> dict[str, str]:
+    """The settings of ``wanted`` whose current value differs (a broker default counts as a value)."""
+    return {name: value for name, value in wanted.items() if current.get(name) != value}
+
+
+def _one_line(exc: BaseException) -> str:
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    text = getattr(err, "str", lambda: str(err))() if not isinstance(err, str) else err
+    return (str(text).splitlines() or [type(exc).__name__])[0] or type(exc).__name__

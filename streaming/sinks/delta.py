@@ -10,6 +10,7 @@ others are append-only and partitioned by day.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Mapping
 
@@ -31,6 +32,9 @@ class DeltaSink:
         self.root = str(root).rstrip("/")
         self.app_id = app_id
         self.storage_options = dict(storage_options or {}) or None
+        # One lock per table, held by a batch's write and by maintenance (``delta_maintenance``): a compaction that
+        # commits between a merge's read and its commit would make the merge fail, and with it the micro-batch.
+        self.locks: dict[str, threading.Lock] = {name: threading.Lock() for name in TABLES}
         if "://" not in self.root:
             Path(self.root).mkdir(parents=True, exist_ok=True)
 
@@ -51,20 +55,24 @@ class DeltaSink:
         """Writes every non-empty table of one micro-batch; returns rows written per table (0 = skipped)."""
         written: dict[str, int] = {}
         for name, table in batch_tables(tables):
-            dt = self._open(name)
-            done = None if dt is None else dt.transaction_version(self.app_id)
-            if done is not None and done >= batch_id:
-                written[name] = 0  # this batch already reached this table before a restart
-                continue
-            commit = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
-            if name == "groups":
-                self._merge_groups(dt, table, commit)
-            else:
-                # schema_mode="merge": tables written by an older version gain the newer columns (null before).
-                write_deltalake(self.path(name), table, mode="append", partition_by=PARTITION_COLUMNS[name] or None,
-                                storage_options=self.storage_options, commit_properties=commit, schema_mode="merge")
-            written[name] = table.num_rows
+            with self.locks[name]:
+                written[name] = self._write_table(batch_id, name, table)
         return written
+
+    def _write_table(self, batch_id: int, name: str, table: pa.Table) -> int:
+        """Writes one table of a batch unless this batch already reached it; returns the rows written."""
+        dt = self._open(name)
+        done = None if dt is None else dt.transaction_version(self.app_id)
+        if done is not None and done >= batch_id:
+            return 0  # this batch already reached this table before a restart
+        commit = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
+        if name == "groups":
+            self._merge_groups(dt, table, commit)
+        else:
+            # schema_mode="merge": tables written by an older version gain the newer columns (null before).
+            write_deltalake(self.path(name), table, mode="append", partition_by=PARTITION_COLUMNS[name] or None,
+                            storage_options=self.storage_options, commit_properties=commit, schema_mode="merge")
+        return table.num_rows
 
     def _merge_groups(self, dt: DeltaTable | None, table: pa.Table, commit: CommitProperties) -> None:
         table = last_row_per_group(table)

@@ -179,6 +179,11 @@ METRICS: tuple[MetricSpec, ...] = (
        "When the last micro-batch finished (Unix seconds, driver clock)."),
     _m("groupscope_last_heartbeat_timestamp_seconds", "gauge", "monitor", ("cluster",),
        "Emitter time of the newest heartbeat the model has applied (Unix seconds)."),
+    _m("groupscope_last_batch_age_seconds", "gauge", "monitor", ("cluster",),
+       "Seconds since the last micro-batch finished (driver clock): grows while the streaming query makes no "
+       "progress."),
+    _m("groupscope_kafka_up", "gauge", "monitor", ("cluster",),
+       "1 when the heartbeat emitter's last attempt reached Kafka, 0 when it failed (absent without an emitter)."),
     _m("groupscope_heartbeat_age_seconds", "gauge", "monitor", ("cluster",),
        "Seconds since the newest applied heartbeat: how stale every lag and status is."),
     _m("groupscope_caught_up", "gauge", "monitor", ("cluster",),
@@ -507,13 +512,14 @@ class GroupscopeCollector:
     """
 
     def __init__(self, state: MetricsState, *, cluster: str, partition_metrics: bool = False,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | None = None) -> None:
         if not cluster:
             raise ValueError("cluster must be a non-empty label value")
         self.state = state
         self.cluster = cluster
         self.partition_metrics = partition_metrics
         self.clock = clock
+        self.kafka_up = kafka_up  # whether the heartbeat emitter reaches Kafka (None: cannot tell)
         self._version = _version()
 
     def _specs(self) -> list[MetricSpec]:
@@ -622,6 +628,11 @@ class GroupscopeCollector:
                             ("groupscope_groups", len(view.groups))):
             if value is not None:
                 fam[name].add_metric(c, float(value))
+        if h.last_batch_time is not None:
+            fam["groupscope_last_batch_age_seconds"].add_metric(c, max(0.0, self.clock() - h.last_batch_time))
+        up = self.kafka_up() if self.kafka_up is not None else None
+        if up is not None:
+            fam["groupscope_kafka_up"].add_metric(c, 1.0 if up else 0.0)
         if h.heartbeat_time is not None:
             # Clamped: emitter and driver clocks may differ slightly; a negative age means "fresh".
             fam["groupscope_heartbeat_age_seconds"].add_metric(c, max(0.0, self.clock() - h.heartbeat_time))
@@ -670,15 +681,21 @@ class MetricsServer:
 
     def __init__(self, state: MetricsState, *, cluster: str, host: str = "0.0.0.0", port: int = 9308,
                  partition_metrics: bool = False, process_metrics: bool = True,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | None = None,
+                 max_batch_age_s: float | None = None, max_heartbeat_age_s: float | None = None) -> None:
+        """``max_batch_age_s`` / ``max_heartbeat_age_s``: past these, ``/ready`` says 503 with the reason even when
+        caught up, so a job whose query hangs or whose heartbeats stopped is not reported ready (None: no limit)."""
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, got {port}")
         self.state = state
         self.host = host
         self._port = port
+        self.clock = clock
+        self.max_batch_age_s = max_batch_age_s
+        self.max_heartbeat_age_s = max_heartbeat_age_s
         self.registry = CollectorRegistry()
         self.collector = GroupscopeCollector(state, cluster=cluster, partition_metrics=partition_metrics,
-                                             clock=clock)
+                                             clock=clock, kafka_up=kafka_up)
         self.registry.register(self.collector)
         if process_metrics:
             from prometheus_client import ProcessCollector
@@ -735,6 +752,26 @@ class MetricsServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def not_ready_reason(self) -> str | None:
+        """Why ``/ready`` is 503 (None: ready). Staleness first: a stalled job must not hide behind "catching up"."""
+        h = self.state.health
+        if not h.offsets_partitions:
+            return "no batch processed yet"
+        now = self.clock()
+        if self.max_batch_age_s is not None and h.last_batch_time is not None:
+            age = now - h.last_batch_time
+            if age > self.max_batch_age_s:
+                return f"no batch completed for {age:.0f} s (limit {self.max_batch_age_s:.0f} s)"
+        if self.max_heartbeat_age_s is not None and h.heartbeat_time is not None:
+            age = now - h.heartbeat_time
+            if age > self.max_heartbeat_age_s:
+                return f"newest heartbeat is {age:.0f} s old (limit {self.max_heartbeat_age_s:.0f} s)"
+        if h.caught_up:
+            return None
+        behind = sum(p.behind or 0 for p in h.offsets_partitions)
+        waiting = [p.partition for p in h.offsets_partitions if not p.caught_up]
+        return f"catching up on __consumer_offsets partitions {waiting} ({behind} records behind)"
+
     # ---- WSGI -------------------------------------------------------------------------------------------------
 
     def _app(self, environ: dict[str, Any], start_response: Callable) -> list[bytes]:
@@ -742,16 +779,10 @@ class MetricsServer:
         if path == "/metrics":
             return self._metrics_app(environ, start_response)
         if path == "/ready":
-            h = self.state.health
-            if h.caught_up:
+            reason = self.not_ready_reason()
+            if reason is None:
                 return _text(start_response, "200 OK", "ready\n")
-            if not h.offsets_partitions:
-                return _text(start_response, "503 Service Unavailable", "not ready: no batch processed yet\n")
-            behind = sum(p.behind or 0 for p in h.offsets_partitions)
-            waiting = [p.partition for p in h.offsets_partitions if not p.caught_up]
-            return _text(start_response, "503 Service Unavailable",
-                         f"not ready: catching up on __consumer_offsets partitions {waiting} "
-                         f"({behind} records behind)\n")
+            return _text(start_response, "503 Service Unavailable", f"not ready: {reason}\n")
         if path == "/healthz":
             return _text(start_response, "200 OK", "ok\n")
         if path == "/":

@@ -1,0 +1,57 @@
+"""``groupscope maintain``: compaction, checkpoint, vacuum and log cleanup of the Delta tables, once, now.
+
+The job does the same in the background (``delta.maintenance``); operators run this after a long outage of the
+job, before a backup, or with a shorter retention to reclaim disk at once. It can run beside the job: every step is
+a Delta commit with optimistic concurrency, so a job write that collides with it (the ``groups`` merge) fails its
+micro-batch and the query restarts from its checkpoint; the per-batch app transactions survive maintenance, so
+nothing is lost or written twice.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .run_command import _settings
+
+__all__ = ["maintain"]
+
+
+@click.command()
+@click.option("--config", "config", metavar="FILE", help="YAML configuration file.")
+@click.option("--delta-path", help="Directory or URI of the Delta tables.")
+@click.option("--table", "tables", multiple=True, metavar="NAME",
+              help="Only this table (repeatable): commits, group_events, lag, groups, quarantine.")
+@click.option("--vacuum-retention-hours", type=click.IntRange(min=0),
+              help="Override delta.maintenance.vacuum_retention_hours for this run.")
+def maintain(config, delta_path, tables, vacuum_retention_hours) -> None:
+    """Compact, checkpoint and vacuum the Delta tables (one line per table)."""
+    from .tables import TABLES
+
+    unknown = [t for t in tables if t not in TABLES]
+    if unknown:
+        click.echo(f"groupscope maintain: unknown table {unknown[0]!r} (tables: {', '.join(TABLES)})", err=True)
+        sys.exit(2)
+    settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
+                         checkpoint=None, master=None)
+    options = settings.delta.maintenance
+    if vacuum_retention_hours is not None:
+        options = options.model_copy(update={"vacuum_retention_hours": vacuum_retention_hours})
+    root = settings.delta.path
+    if "://" not in root and not Path(root).is_dir():
+        click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory)", err=True)
+        sys.exit(1)
+    from .sinks.delta import DeltaSink
+    from .sinks.delta_maintenance import DeltaMaintenance
+
+    sink = DeltaSink(settings.delta.path, app_id=f"groupscope-{settings.cluster}",
+                     storage_options=settings.delta.storage_options)
+    reports = DeltaMaintenance(sink, options).run_once(tables or None)
+    if not reports:
+        click.echo(f"groupscope maintain: no Delta tables under {settings.delta.path}", err=True)
+        sys.exit(1)
+    for report in reports:
+        click.echo(report.line())
+    sys.exit(1 if any(r.error for r in reports) else 0)

@@ -1,0 +1,130 @@
+"""The heartbeat topic: created with its retention, or corrected when something else created it first, and the first
+tick never fails because of either.
+
+Against librdkafka's mock cluster (a real Kafka-protocol broker): its metadata honours AllowAutoTopicCreation, so
+the tests show groupscope's lookups no longer create topics, and that a topic created beforehand with the broker's
+defaults does not fail or delay the first tick. The mock has no controller, so it cannot answer CreateTopics,
+DescribeConfigs or IncrementalAlterConfigs (librdkafka waits for a controller and times out): the create-race
+(TOPIC_ALREADY_EXISTS) and the configuration correction are checked against a stand-in admin client below.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import Future
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from streaming.kafka.heartbeat import HeartbeatEmitter, config_fixes
+from streaming.kafka.mock_cluster import MockCluster
+
+TOPIC = "groupscope-heartbeat"
+
+
+def _exists(bootstrap: str, topic: str) -> int:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": "false", "log_level": "3"})
+    t = admin.list_topics(topic, timeout=10).topics[topic]
+    return 0 if t.error is not None else len(t.partitions)
+
+
+def test_a_topic_created_beforehand_with_broker_defaults_does_not_fail_or_delay_the_first_tick(caplog):
+    caplog.set_level(logging.INFO, logger="groupscope.heartbeat")
+    with MockCluster(1) as mc:
+        mc.create_topic("events", 2)
+        mc.create_topic(TOPIC, 1)  # "something else" created it, with the broker's defaults
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, interval_s=1)
+        started = time.monotonic()
+        assert emitter.tick(), emitter.status.last_error
+        assert time.monotonic() - started < 5, "the configuration check must not hold up the first tick"
+        assert emitter.status.partitions >= 2
+        # The mock cannot answer DescribeConfigs: the check gives up after its timeout, says so once, ticks go on.
+        deadline = time.monotonic() + 30
+        while emitter.config_problem is None and time.monotonic() < deadline:
+            assert emitter.tick(), emitter.status.last_error
+            time.sleep(0.5)
+        assert emitter.config_problem and emitter.config_problem.startswith("cannot read its configuration")
+        assert emitter.tick() and emitter.tick()
+        warned = [r.getMessage() for r in caplog.records if "heartbeat topic" in r.getMessage()
+                  and r.levelno == logging.WARNING]
+        assert len(warned) == 1 and "heartbeats go on with the topic as it is" in warned[0]
+        assert emitter.status.failures == 0
+        emitter.stop()
+
+
+def test_looking_the_topic_up_does_not_create_it_with_broker_defaults():
+    with MockCluster(1) as mc:
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, interval_s=1)
+        emitter.access.timeout_s = 2.0
+        assert emitter.access.partitions(TOPIC) == []
+        # The mock would auto-create it (4 partitions, no retention) for a lookup that allowed it.
+        assert _exists(mc.bootstrap_servers, TOPIC) == 0
+        assert not emitter.tick()  # the mock cannot CreateTopics: reported, retried at the next tick
+        assert "heartbeat topic groupscope-heartbeat is missing" in emitter.status.last_error
+        assert _exists(mc.bootstrap_servers, TOPIC) == 0
+        emitter.stop()
+
+
+def test_config_fixes():
+    wanted = {"retention.ms": "86400000", "cleanup.policy": "delete"}
+    assert config_fixes({"retention.ms": "604800000", "cleanup.policy": "delete"}, wanted) == \
+        {"retention.ms": "86400000"}
+    assert config_fixes({"retention.ms": "86400000", "cleanup.policy": "compact"}, wanted) == \
+        {"cleanup.policy": "delete"}
+    assert config_fixes(dict(wanted), wanted) == {}
+
+
+class _Entry:
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+def _done(value=None, exc: BaseException | None = None) -> Future:
+    f: Future = Future()
+    if exc is not None:
+        f.set_exception(exc)
+    else:
+        f.set_result(value)
+    return f
+
+
+class _AutoCreatingBrokerAdmin:
+    """Stand-in for the admin client of a broker that auto-created the topic between lookup and create (the mock
+    cannot answer these requests). Records what the emitter asked."""
+
+    def __init__(self, real: AdminClient) -> None:
+        self.real = real  # metadata lookups go to the mock cluster
+        self.altered: list[dict[str, str]] = []
+
+    def list_topics(self, *args, **kwargs):
+        return self.real.list_topics(*args, **kwargs)
+
+    def create_topics(self, topics, request_timeout=None):
+        return {t.topic: _done(exc=KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "exists")))
+                for t in topics}
+
+    def describe_configs(self, resources, request_timeout=None):
+        return {r: _done({"retention.ms": _Entry("604800000"), "cleanup.policy": _Entry("delete")})
+                for r in resources}
+
+    def incremental_alter_configs(self, resources, request_timeout=None):
+        for r in resources:
+            self.altered.append({e.name: e.value for e in r.incremental_configs})
+        return {r: _done(None) for r in resources}
+
+
+def test_topic_created_meanwhile_is_success_and_its_retention_is_corrected():
+    with MockCluster(1) as mc:
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic="hb-race", interval_s=1,
+                                   retention_ms=3_600_000)
+        real_admin = emitter.access._admin
+        stand_in = _AutoCreatingBrokerAdmin(real_admin)
+        emitter.access._admin = stand_in
+        assert emitter.ensure_topic()
+        emitter._poll_config()  # the description has come: the correction is sent
+        emitter._poll_config()  # and acknowledged
+        assert stand_in.altered == [{"retention.ms": "3600000"}]
+        assert emitter.config_problem is None and emitter._config_state == "corrected"
+        emitter.access._admin = real_admin
+        emitter.stop()
