@@ -52,6 +52,8 @@ def _register() -> None:
 
     for command in (demo, run, heartbeat, status, simulate, replay):
         cli.add_command(command)
+    from .maintain_command import maintain
+    cli.add_command(maintain)
 
 
 _register()

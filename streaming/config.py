@@ -74,11 +74,32 @@ class SparkSettings(_Section):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
+class DeltaMaintenanceSettings(_Section):
+    """Compaction, checkpoint, vacuum and log cleanup of the Delta tables.
+
+    Every micro-batch appends a few small files to each table; without compaction a table gains thousands of files
+    a day and every reader (``groupscope status``, Spark, Trino) pays for listing and opening them. The job runs
+    maintenance on a background thread every ``every_batches`` batches or ``every_seconds`` seconds, whichever comes
+    first; ``groupscope maintain`` runs it once."""
+
+    enabled: bool = True
+    every_batches: int = Field(500, gt=0)
+    every_seconds: float = Field(3600.0, gt=0)
+    target_file_size_mb: int = Field(128, gt=0)
+    # Files a compaction replaced stay on disk this long, so readers of older versions (time travel, a slow
+    # reader mid-scan) keep working; Delta's default is 7 days.
+    vacuum_retention_hours: int = Field(168, ge=0)
+    # Transaction-log entries older than this (and older than the newest checkpoint) are deleted; Delta's default
+    # is 30 days. The job's per-batch app transactions live on in the checkpoint.
+    log_retention_hours: int = Field(720, ge=0)
+
+
 class DeltaSettings(_Section):
     path: str = "groupscope-data/delta"
     writer: Literal["deltalake", "delta-spark"] = "deltalake"
     storage_options: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
+    maintenance: DeltaMaintenanceSettings = Field(default_factory=DeltaMaintenanceSettings)
 
 
 class MetricsSettings(_Section):
@@ -86,6 +107,10 @@ class MetricsSettings(_Section):
     port: int = Field(9308, ge=0, le=65535)
     partition_metrics: bool = False
     enabled: bool = True
+    # /ready says 503 with the reason when no micro-batch completed for this long, or when the newest heartbeat
+    # the model applied is older than this: a caught-up job whose query hangs is not ready.
+    ready_max_batch_age_seconds: float = Field(300.0, gt=0)
+    ready_max_heartbeat_age_seconds: float = Field(120.0, gt=0)
 
 
 class ModelSettings(_Section):

@@ -5,46 +5,112 @@ Services start in order and stop in reverse: librdkafka's mock cluster (a real K
 real messages, so end offsets move), then the real streaming job (heartbeat emitter, Spark, Delta tables, metrics
 endpoint). The terminal shows a live view of every group; a progress line says how far the job is while it
 catches up. Ctrl-C (or ``--duration``) stops everything cleanly and prints where the results are.
+
+One clock: the simulation starts at the wall clock's "now" and the job's heartbeats are stamped with the
+simulation's clock, so commits, heartbeats, lag snapshots and status changes all share it (at ``--speed 1``, the
+default, it is the wall clock). Each run starts from clean state: the embedded broker is new on every run, so a
+checkpoint or tables left by an earlier run describe a broker that no longer exists and are removed first.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .config import load_settings
 
-__all__ = ["DemoOptions", "run_demo"]
+__all__ = ["DemoOptions", "run_demo", "default_demo_dir", "prepare_demo_dir", "DemoDirError"]
 
 DEMO_SCENARIOS = "all"
+MARKER = ".groupscope-demo"  # marks a folder the demo created, so clearing it never touches anything else
+PLAIN_EVERY_S = 10.0
+
+
+def default_demo_dir() -> Path:
+    """Where the demo keeps its data by default: outside any working tree, in the user's state folder
+    (``$GROUPSCOPE_DEMO_DIR``, else ``$XDG_STATE_HOME/groupscope/demo``, else ``~/.local/state/groupscope/demo``).
+    ``groupscope status`` looks there when no tables are configured."""
+    if os.environ.get("GROUPSCOPE_DEMO_DIR"):
+        return Path(os.environ["GROUPSCOPE_DEMO_DIR"]).expanduser()
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "groupscope" / "demo"
+
+
+class DemoDirError(RuntimeError):
+    """The demo folder holds something the demo did not create: it is not cleared."""
+
+
+def prepare_demo_dir(root: Path) -> None:
+    """Clears what an earlier run left (checkpoint, tables, logs) and marks the folder as the demo's.
+
+    Every run starts a brand-new embedded broker, so an old checkpoint would point at offsets of a broker that is
+    gone and old tables would mix old groups with new ones. A non-empty folder without the marker is refused."""
+    if root.exists():
+        if not root.is_dir():
+            raise DemoDirError(f"{root} is not a folder")
+        if any(root.iterdir()) and not (root / MARKER).exists():
+            raise DemoDirError(f"{root} is not empty and was not made by groupscope demo; pick another --dir")
+        for child in root.iterdir():
+            if child.name == MARKER:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MARKER).write_text("groupscope demo data; cleared at the start of every groupscope demo run\n")
+    (root / ".gitignore").write_text("*\n")
 
 
 @dataclass(frozen=True)
 class DemoOptions:
     scenarios: tuple[str, ...] = (DEMO_SCENARIOS,)
     seed: int = 7
-    speed: float = 2.0
+    speed: float = 1.0
     duration_s: float | None = None
-    directory: str = "groupscope-demo"
+    directory: str | None = None  # None: default_demo_dir()
     metrics_port: int = 9308
     live: bool = True
     offsets_partitions: int = 50
 
 
-def _group_rows(view) -> list[dict[str, Any]]:
+def _lag_seconds(g: dict[str, Any]) -> tuple[float | None, bool]:
+    return g.get("max_lag_seconds"), bool(g.get("max_lag_seconds_lower_bound"))
+
+
+def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The live view's rows, worst first. ``gone``: rows of groups seen earlier that the job no longer reports
+    (deleted by DeleteGroups or by their last offsets expiring); they stay listed, marked deleted, so a group that
+    vanishes says why."""
     from .status_view import sort_by_severity, verdict_columns
 
     rows = []
     for gid, g in view.groups.items():
+        secs, lower = _lag_seconds(g)
         rows.append({
             "group": gid, "type": g.get("group_type"), "state": g.get("state"), "members": g.get("member_count"),
-            "lag": g.get("sum_lag"), "max_lag": g.get("max_lag"), "lag_seconds": g.get("max_lag_seconds"),
+            "lag": g.get("sum_lag"), "max_lag": g.get("max_lag"), "lag_seconds": secs, "lag_seconds_lower_bound": lower,
             "status": g.get("status"), "rebalances_1h": g.get("rebalances"), "storms": g.get("storms") or 0,
             **verdict_columns(g),
         })
+    if gone is not None:
+        live = {r["group"] for r in rows}
+        for r in rows:
+            gone[r["group"]] = r
+        deleted = []
+        for gid, last in gone.items():
+            if gid not in live:
+                deleted.append({**last, "state": "DELETED", "members": 0, "lag": None, "max_lag": None,
+                                "lag_seconds": None, "status": None, "storm_active": False, "verdict": "deleted",
+                                "why": "group deleted (no longer in __consumer_offsets)"})
+        return sort_by_severity(rows) + sorted(deleted, key=lambda r: r["group"])
     return sort_by_severity(rows)
 
 
@@ -60,28 +126,34 @@ def _progress_line(job, started: float, sim) -> str:
             parts.append(f"catching up: {behind:,} records of __consumer_offsets to go")
         else:
             parts.append("starting: waiting for the first heartbeat")
-    parts.append(f"up {time.time() - started:,.0f} s")
+    parts.append(f"up {time.monotonic() - started:,.0f} s")
     return " | ".join(parts)
 
 
-def run_demo(options: DemoOptions, echo=print) -> int:
+def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None) -> int:
+    """Runs the demo until Ctrl-C or ``options.duration_s`` (counted from this call). ``echo``: status lines;
+    ``out``: the stream of the view (default stdout; a live view when it is a terminal, else a plain summary)."""
     from .kafka.mock_cluster import MockCluster
     from .runner import GroupscopeJob
     from .simulator import Simulation, SimulationRunner, resolve
     from .simulator.kafka_sink import KafkaSink
 
-    root = Path(options.directory).resolve()
+    started = time.monotonic()
+    deadline = None if options.duration_s is None else started + options.duration_s
+    root = (Path(options.directory) if options.directory else default_demo_dir()).expanduser().resolve()
+    prepare_demo_dir(root)
     scenarios = resolve(list(options.scenarios))
-    started = time.time()
     echo(f"groupscope demo: starting an embedded Kafka-protocol broker, {len(scenarios)} simulated scenario(s) and "
-         f"the streaming job (Delta tables in {root / 'delta'})")
+         f"the streaming job (data in {root})")
     cluster = MockCluster(1)
     runner = job = sink = None
     job_thread = None
+    interrupted = False
     try:
         cluster.create_topic("__consumer_offsets", options.offsets_partitions)
         cluster.create_topic("groupscope-heartbeat", 1)
-        sim = Simulation(list(options.scenarios), seed=options.seed, offsets_partitions=options.offsets_partitions)
+        sim = Simulation(list(options.scenarios), seed=options.seed, offsets_partitions=options.offsets_partitions,
+                         start_ms=int(time.time() * 1000))
         sink = KafkaSink(cluster.bootstrap_servers, create_topic=cluster.create_topic)
         runner = SimulationRunner(sim, sink, speed=options.speed).start()
         settings = load_settings(None, {
@@ -91,65 +163,104 @@ def run_demo(options: DemoOptions, echo=print) -> int:
             "delta": {"path": str(root / "delta")},
             "metrics": {"host": "127.0.0.1", "port": options.metrics_port},
             "heartbeat": {"interval_seconds": 2.0},
-            # Short thresholds so a few minutes of demo show STOP and STALL, not only OK.
-            "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 30.0},
+            # Short thresholds so a few minutes of demo show STOP and STALL, not only OK: the stalled scenario's
+            # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
+            "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 20.0},
         })
-        job = GroupscopeJob(settings, install_signal_handlers=False)
+        # Heartbeats on the simulation's clock: the records' timestamps and the end offsets' stamps agree.
+        job = GroupscopeJob(settings, install_signal_handlers=False, heartbeat_clock=lambda: sim.now_ms / 1000.0,
+                            jvm_log=str(root / "spark.log"))
         job.start()
         metrics_url = f"http://127.0.0.1:{job.metrics.port}/metrics"
         echo(f"groupscope demo: metrics at {metrics_url}; Ctrl-C to stop")
         job_thread = threading.Thread(target=job.run, name="groupscope-supervisor", daemon=True)
         job_thread.start()
-        deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
-        _show(job, runner, sim, options, deadline, started, echo)
+        _show(job, runner, sim, options, deadline, started, out if out is not None else sys.stdout)
     except KeyboardInterrupt:
-        echo("groupscope demo: stopping")
+        interrupted = True
     finally:
+        # A second Ctrl-C while stopping leaves at once, still without a traceback.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+        if interrupted:
+            echo("groupscope demo: stopping")
         if runner is not None:
-            runner.stop()
+            try:
+                runner.stop()
+            except Exception as exc:  # noqa: BLE001 - reported; stopping goes on
+                echo(f"groupscope demo: simulator: {type(exc).__name__}: {exc}")
         if job is not None:
             job.request_stop()
             if job_thread is not None:
-                job_thread.join(60)
-            job.stop()
+                job_thread.join(5)
+            job.stop(timeout_s=10.0)
         if sink is not None:
             sink.close()
         cluster.close()
-    echo(f"groupscope demo: stopped. Delta tables: {root / 'delta'} (commits, group_events, lag, groups, quarantine)")
-    echo(f"groupscope demo: see them again with: groupscope status --delta-path {root / 'delta'}")
+    echo(f"groupscope demo: stopped after {time.monotonic() - started:,.0f} s. Data: {root} "
+         "(Delta tables commits, group_events, lag, groups, quarantine; spark.log)")
+    echo("groupscope demo: see the groups again with: groupscope status"
+         + ("" if options.directory is None else f" --delta-path {root / 'delta'}"))
     return 0
 
 
-def _show(job, runner, sim, options: DemoOptions, deadline, started: float, echo) -> None:
+def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:
+    """The view without a terminal (a pipe, a log file): the progress line and one fixed-width line per group."""
+    from .status_view import format_lag_seconds
+
+    lines = [progress, f"{'GROUP':<24} {'STATE':<11} {'MEMBERS':>7} {'LAG':>9} {'LAG SECS':>9} {'STATUS':<6} "
+                       f"{'VERDICT':<16} WHY"]
+    for r in rows:
+        members = "-" if r.get("members") is None else str(r["members"])
+        lag = "-" if r.get("lag") is None else f"{r['lag']:,}"
+        lines.append(f"{r['group'][:24]:<24} {(r.get('state') or '-')[:11]:<11} {members:>7} {lag:>9} "
+                     f"{format_lag_seconds(r):>9} {(r.get('status') or '-'):<6} {(r.get('verdict') or '')[:16]:<16} "
+                     f"{r.get('why') or ''}")
+    return "\n".join(lines)
+
+
+def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out) -> None:
     from rich.console import Console, Group
     from rich.live import Live
     from rich.text import Text
 
     from .status_view import status_table
 
+    gone: dict[str, dict[str, Any]] = {}
+
+    def rows():
+        return _group_rows(job.metrics.state.view(), gone)
+
     def frame():
-        rows = _group_rows(job.metrics.state.view())
-        return Group(Text(_progress_line(job, started, sim), style="bold cyan"),
-                     status_table(rows, title=f"consumer groups ({len(rows)})", rebalances_header="REBALANCES"))
+        current = rows()
+        return Group(Text(_progress_line(job, started, sim), style="bold cyan", overflow="fold"),
+                     status_table(current, title=f"consumer groups ({len(current)})", rebalances_header="REB",
+                                  compact=True))
 
     def done() -> bool:
         return deadline is not None and time.monotonic() >= deadline
 
-    if options.live:
-        with Live(frame(), console=Console(), refresh_per_second=2, transient=False) as live:
+    def check() -> None:
+        if runner.error is not None:
+            raise RuntimeError(f"simulator failed: {runner.error}")
+
+    def wait() -> None:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        time.sleep(1.0 if remaining is None else max(0.0, min(1.0, remaining)))
+
+    console = Console(file=out)
+    if options.live and console.is_terminal:
+        with Live(frame(), console=console, refresh_per_second=2, transient=False) as live:
             while not done():
-                time.sleep(1.0)
-                if runner.error is not None:
-                    raise RuntimeError(f"simulator failed: {runner.error}")
+                wait()
+                check()
                 live.update(frame())
     else:
-        console = Console(width=160)
-        last = 0.0
+        last = time.monotonic()
         while not done():
-            time.sleep(1.0)
-            if runner.error is not None:
-                raise RuntimeError(f"simulator failed: {runner.error}")
-            if time.monotonic() - last >= 10:
+            wait()
+            check()
+            if time.monotonic() - last >= PLAIN_EVERY_S:
                 last = time.monotonic()
-                console.print(frame())
-        console.print(frame())
+                print(plain_summary(rows(), _progress_line(job, started, sim)) + "\n", file=out, flush=True)
+        print(plain_summary(rows(), _progress_line(job, started, sim)), file=out, flush=True)

@@ -37,8 +37,14 @@ class JobStatus:
 
 class GroupscopeJob:
     def __init__(self, settings: Settings, *, on_batch: Callable[[BatchResult], None] | None = None,
-                 install_signal_handlers: bool = True) -> None:
+                 install_signal_handlers: bool = True, heartbeat_clock: Callable[[], float] | None = None,
+                 jvm_log: str | None = None) -> None:
+        """``heartbeat_clock``: the clock heartbeats are stamped with (default: the wall clock); the demo passes
+        its simulation's clock so records and heartbeats share one. ``jvm_log``: where the JVM's own output goes
+        (default: this process's stderr)."""
         self.settings = settings
+        self.heartbeat_clock = heartbeat_clock
+        self.jvm_log = jvm_log
         self.on_batch = on_batch
         self.status = JobStatus()
         self.stop_requested = threading.Event()
@@ -49,6 +55,7 @@ class GroupscopeJob:
         self.metrics = None
         self.emitter = None
         self.sink: BatchSink | None = None
+        self.maintenance = None  # DeltaMaintenance: compaction, checkpoint, vacuum in the background
         self.plan = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------------
@@ -77,19 +84,21 @@ class GroupscopeJob:
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
             if s.delta.enabled and s.delta.writer == "deltalake" else None
         self.sink = BatchSink(delta=delta, metrics=metrics_callback, on_batch=self._after_batch)
+        if delta is not None and s.delta.maintenance.enabled:
+            from .sinks.delta_maintenance import DeltaMaintenance
+
+            self.maintenance = DeltaMaintenance(delta, s.delta.maintenance)
+            self._started.append(("delta maintenance", self.maintenance.stop))
 
         access = KafkaAccess(s.kafka)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                partitions = access.partitions(s.source.offsets_topic)
-                break
-            except KafkaUnavailable as exc:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}") from None
-                time.sleep(2)
+        try:
+            access.wait_reachable(8.0)  # an unreachable cluster is one line within 10 s, not minutes of retries
+            partitions = access.partitions(s.source.offsets_topic)
+        except KafkaUnavailable as exc:
+            raise RuntimeError(str(exc) if str(exc).startswith("cannot reach") else
+                               f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}") from None
         if not partitions:
-            raise RuntimeError(f"topic {s.source.offsets_topic} not found at {s.kafka['bootstrap.servers']}")
+            partitions = self._wait_for_offsets_topic(access)
         self.plan = JobPlan(len(partitions), s.heartbeat.topic, s.source.offsets_topic)
 
         if s.heartbeat.enabled:
@@ -99,7 +108,8 @@ class GroupscopeJob:
             self.emitter = HeartbeatEmitter(s.kafka, topic=hb.topic, interval_s=hb.interval_seconds,
                                             include=hb.include_topics, exclude=hb.exclude_topics,
                                             offsets_topic=s.source.offsets_topic, retention_ms=hb.retention_ms,
-                                            chunk_partitions=hb.chunk_partitions)
+                                            chunk_partitions=hb.chunk_partitions,
+                                            **({"clock": self.heartbeat_clock} if self.heartbeat_clock else {}))
             self.emitter.tick()  # the first heartbeat before the first batch: no blind warm-up window
             self.emitter.start()
             self._started.append(("heartbeat", self.emitter.stop))
@@ -108,7 +118,7 @@ class GroupscopeJob:
 
         sp = s.spark
         self.spark = build_session(master=sp.master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
-                                   driver_memory=sp.driver_memory, conf=sp.conf)
+                                   driver_memory=sp.driver_memory, conf=sp.conf, jvm_log=self.jvm_log)
         self._started.append(("spark", self.spark.stop))
         if s.delta.enabled and s.delta.writer == "delta-spark":
             from .sinks.delta_spark import DeltaSparkSink, delta_spark_available
@@ -127,9 +137,41 @@ class GroupscopeJob:
 
         self.query = start_query(self.spark, self.settings, self.plan, self.sink)
 
+    offsets_topic_poll_s: float = 2.0
+
+    def _wait_for_offsets_topic(self, access) -> list[int]:
+        """Waits until ``__consumer_offsets`` exists and returns its partitions.
+
+        Kafka creates the topic when the first consumer group commits or joins, so a brand-new cluster has none;
+        exiting then made a deployment next to a new cluster crash-loop. The wait is said once, in one line; a
+        stop request (SIGTERM/SIGINT) ends it; a cluster that stops answering for a minute ends it with an error."""
+        from .kafka.client import KafkaUnavailable
+
+        topic = self.settings.source.offsets_topic
+        log.warning("topic %s does not exist yet at %s; waiting for it (Kafka creates it when the first consumer "
+                    "group commits or joins)", topic, access.bootstrap)
+        self.status.last_error = f"waiting for topic {topic} to exist"
+        unreachable_since: float | None = None
+        while not self.stop_requested.wait(self.offsets_topic_poll_s):
+            try:
+                partitions = access.partitions(topic)
+                unreachable_since = None
+            except KafkaUnavailable as exc:
+                unreachable_since = unreachable_since or time.monotonic()
+                if time.monotonic() - unreachable_since > 60:
+                    raise RuntimeError(f"cannot reach Kafka at {access.bootstrap}: {exc}") from None
+                continue
+            if partitions:
+                log.info("topic %s found with %d partitions", topic, len(partitions))
+                self.status.last_error = None
+                return partitions
+        raise RuntimeError(f"stopped while waiting for topic {topic} to exist")
+
     def _after_batch(self, result: BatchResult) -> None:
         self.status.batches += 1
         self.status.last_batch = result
+        if self.maintenance is not None:
+            self.maintenance.after_batch(result.batch_id)
         if self.on_batch is not None:
             self.on_batch(result)
 
@@ -172,14 +214,22 @@ class GroupscopeJob:
     def request_stop(self) -> None:
         self.stop_requested.set()
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stops the query after the batch in flight, then every service in reverse order.
+
+        With a processing-time state timeout Spark runs a batch at every trigger even when no data came, so "no
+        batch running" may never be seen for long: waiting for it could use the whole deadline. Instead the batch
+        that was in flight when the stop began is waited for (its id reaches the progress report once its output
+        and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
         q = self.query
         if q is not None:
             try:
-                # Let the batch in flight finish: no half-written batch, and a clean checkpoint.
-                deadline = time.monotonic() + 60
-                while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
-                    time.sleep(0.1)
+                deadline = time.monotonic() + timeout_s
+                if q.isActive and q.status.get("isTriggerActive"):
+                    done = (q.lastProgress or {}).get("batchId", -1)
+                    while (q.isActive and q.status.get("isTriggerActive")
+                           and (q.lastProgress or {}).get("batchId", -1) == done and time.monotonic() < deadline):
+                        time.sleep(0.05)
                 q.stop()
             except Exception as exc:  # noqa: BLE001 - stopping must go on with the other services
                 log.warning("stopping the query: %s", exc)

@@ -8,7 +8,8 @@ from typing import Any, Iterable, Mapping
 
 from .sinks.delta import DeltaSink
 
-__all__ = ["load_status", "render_status", "status_table", "verdict_columns", "sort_by_severity"]
+__all__ = ["load_status", "render_status", "status_table", "verdict_columns", "sort_by_severity",
+           "format_lag_seconds"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
 
@@ -60,25 +61,45 @@ def sort_by_severity(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                        -(r.get("lag") or 0), r["group"]))
 
 
-def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebalances_header: str = "REBALANCES 1H"):
+def format_lag_seconds(r: Mapping[str, Any]) -> str:
+    """Lag in seconds; ``>`` marks a lower bound (the end offsets' history does not reach back to the committed
+    offset, so the lag is at least that old)."""
+    secs = r.get("lag_seconds")
+    if secs is None:
+        return "-"
+    return (">" if r.get("lag_seconds_lower_bound") else "") + f"{secs:,.1f}"
+
+
+def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebalances_header: str = "REBALANCES 1H",
+                 compact: bool = False):
+    """The groups table. ``compact``: the live view's form, readable from 80 columns: no TYPE column, short
+    headers, and minimum widths so columns do not jump from one refresh to the next."""
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold")
-    for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
-                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right"),
-                          ("VERDICT", "left")):
-        table.add_column(name, justify=justify)
-    table.add_column("WHY", justify="left", overflow="fold", max_width=60)
+    table = Table(title=title, header_style="bold", pad_edge=not compact, collapse_padding=compact)
+    if compact:
+        columns = (("GROUP", "left", 12), ("STATE", "left", 6), ("MEM", "right", 3), ("LAG", "right", 6),
+                   ("LAG S", "right", 6), ("STATUS", "left", 6), (rebalances_header, "right", 3),
+                   ("VERDICT", "left", 7))
+    else:
+        columns = (("GROUP", "left", 0), ("TYPE", "left", 0), ("STATE", "left", 0), ("MEMBERS", "right", 0),
+                   ("LAG", "right", 0), ("LAG SECONDS", "right", 0), ("STATUS", "left", 0),
+                   (rebalances_header, "right", 0), ("VERDICT", "left", 0))
+    for name, justify, width in columns:
+        table.add_column(name, justify=justify, min_width=width or None, no_wrap=compact and name != "GROUP",
+                         overflow="fold")
+    table.add_column("WHY", justify="left", overflow="fold", max_width=60, min_width=10 if compact else None)
     for r in rows:
-        secs = r["lag_seconds"]
         status = r["status"] or "-"
-        table.add_row(
-            r["group"], r["type"] or "-", r["state"] or "-", str(r["members"] if r["members"] is not None else "-"),
-            f"{r['lag']:,}" if r["lag"] is not None else "-", f"{secs:,.1f}" if secs is not None else "-",
-            f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
-            f"[bold red]{r.get('verdict')}[/]" if r.get("storm_active") else (r.get("verdict") or ""),
-            r.get("why") or "",
-        )
+        cells = [r["group"], r["type"] or "-", r["state"] or "-",
+                 str(r["members"] if r["members"] is not None else "-"),
+                 f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r),
+                 f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
+                 f"[bold red]{r.get('verdict')}[/]" if r.get("storm_active") else (r.get("verdict") or ""),
+                 r.get("why") or ""]
+        if compact:
+            del cells[1]
+        table.add_row(*cells)
     return table
 
 

@@ -8,15 +8,78 @@ default 1000 ms caps a consumer at about a third of what it can read).
 
 from __future__ import annotations
 
+import logging
+import re
 import socket
+import threading
+import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-__all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "consumer_config"]
+__all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "consumer_config", "librdkafka_logger", "with_logger"]
+
+LIBRDKAFKA_LOGGER = "groupscope.librdkafka"
+_CONNECT_FAILED = re.compile(r"Connect to \S+ failed: (?P<reason>[^(]+?)\s*(\(after|$)")
+_NUMBERS = re.compile(r"\d+")
+
+
+class _Librdkafka(logging.Filter):
+    """librdkafka repeats a failing connection's line every few hundred milliseconds, per broker, per client. This
+    filter lets the first of each kind through and then at most one per ``every_s`` (with how many were held back),
+    and counts the connection failures for the one line groupscope prints itself (see
+    :meth:`KafkaAccess.wait_reachable`); those pass only when the logger is at DEBUG."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, int]] = {}
+        self.connect_failures = 0
+        self.last_failure_reason: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        failed = _CONNECT_FAILED.search(message)
+        if failed:
+            with self._lock:
+                self.connect_failures += 1
+                self.last_failure_reason = failed.group("reason").strip()
+            if not logging.getLogger(LIBRDKAFKA_LOGGER).isEnabledFor(logging.DEBUG):
+                return False  # summarized by groupscope's own line; shown as they come only when debugging
+        # rdkafka#producer-3, thread names and counters differ between repeats of the same problem
+        key = _NUMBERS.sub("N", message.split("]: ", 1)[-1])
+        now = time.monotonic()
+        with self._lock:
+            first, held = self._seen.get(key, (0.0, -1))
+            if held >= 0 and now - first < self.every_s:
+                self._seen[key] = (first, held + 1)
+                return False
+            self._seen[key] = (now, 0)
+        if held > 0:
+            record.msg, record.args = f"{message} ({held} more like it in the last {self.every_s:.0f} s)", None
+        return True
+
+
+_FILTER = _Librdkafka()
+
+
+def librdkafka_logger() -> logging.Logger:
+    """The Python logger librdkafka's own log lines go to (deduplicated and rate-limited), never the raw terminal."""
+    logger = logging.getLogger(LIBRDKAFKA_LOGGER)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
+
+
+def with_logger(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A client configuration whose librdkafka log lines go through :func:`librdkafka_logger`."""
+    out = dict(conf)
+    out.setdefault("logger", librdkafka_logger())
+    return out
 
 # Settings a user must not override: they would break exactly-once replay or the range reads.
 _FORCED_CONSUMER = {"enable.auto.commit": "false", "enable.auto.offset.store": "false"}
@@ -49,9 +112,42 @@ class KafkaAccess:
         conf = {k: str(v) for k, v in kafka.items()}
         conf.setdefault("client.id", f"groupscope-{socket.gethostname()}")
         conf.setdefault("log_level", "3")
-        self._admin = AdminClient(conf)
+        # A metadata lookup must never create the topic it asks about: librdkafka's admin handle allows it by
+        # default, and a broker with auto.create.topics.enable would create the heartbeat topic with its defaults
+        # (not the heartbeat retention), or a bare __consumer_offsets before Kafka makes it properly.
+        conf.setdefault("allow.auto.create.topics", "false")
+        self._admin = AdminClient(with_logger(conf))
         self._kafka = dict(kafka)
         self.timeout_s = timeout_s
+
+    @property
+    def bootstrap(self) -> str:
+        return str(self._kafka.get("bootstrap.servers", "?"))
+
+    def wait_reachable(self, timeout_s: float = 8.0) -> None:
+        """Returns once the cluster answers a metadata request; otherwise raises :class:`KafkaUnavailable` with one
+        line naming the servers, the reason librdkafka saw and how many connection attempts failed in how long."""
+        started = time.monotonic()
+        before = _FILTER.connect_failures
+        last: Exception | None = None
+        while True:
+            left = timeout_s - (time.monotonic() - started)
+            if left <= 0:
+                break
+            try:
+                self._admin.list_topics(timeout=min(2.0, left))
+                return
+            except KafkaException as exc:
+                last = exc
+            finally:
+                self._admin.poll(0)  # hands the log lines queued meanwhile to the logger (and the counter)
+        attempts = _FILTER.connect_failures - before
+        reason = (_FILTER.last_failure_reason or "").lower() if attempts else ""
+        if not reason and last is not None:
+            err = last.args[0] if last.args else last
+            reason = getattr(err, "str", lambda: str(err))()
+        raise KafkaUnavailable(f"cannot reach Kafka at {self.bootstrap}: {reason or 'no answer'} "
+                               f"({attempts} attempts in {time.monotonic() - started:.0f} s)")
 
     def topics(self) -> dict[str, int]:
         """Every topic with its partition count."""
@@ -95,7 +191,7 @@ class KafkaAccess:
         conf = {k: str(v) for k, v in self._kafka.items()}
         conf.setdefault("log_level", "3")
         conf.update(extra or {})
-        return Producer(conf)
+        return Producer(with_logger(conf))
 
     def consumer(self, *, isolation: str = "read_committed") -> Consumer:
-        return Consumer(consumer_config(self._kafka, isolation=isolation))
+        return Consumer(with_logger(consumer_config(self._kafka, isolation=isolation)))

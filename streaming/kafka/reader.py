@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicPartition
 
 from ..tables import SOURCE
-from .client import consumer_config
+from .client import consumer_config, with_logger
 
 __all__ = ["OffsetRange", "read_ranges", "RANGE_SCHEMA", "ReadTimeout"]
 
@@ -63,7 +63,7 @@ def read_ranges(
     todo = [r for r in ranges if r.size > 0]
     if not todo:
         return
-    consumer = Consumer(consumer_config(kafka, isolation=isolation))
+    consumer = Consumer(with_logger(consumer_config(kafka, isolation=isolation)))
     try:
         consumer.assign([TopicPartition(r.topic, r.partition, r.start) for r in todo])
         remaining = {(r.topic, r.partition): r for r in todo}

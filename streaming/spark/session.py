@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import tempfile
+import threading
 from typing import Mapping
 
 __all__ = ["build_session", "DEFAULT_CONF"]
+
+# Spark's own log4j2 configuration prints a banner ("Using Spark's default log4j profile", "Setting default log
+# level...") and library warnings on every start; groupscope reports what matters itself, so the JVM logs errors
+# only, to its stderr.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
 
 DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -24,8 +40,29 @@ DEFAULT_CONF = {
 }
 
 
+def _log4j2_file() -> str:
+    path = os.path.join(tempfile.gettempdir(), f"groupscope-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}"
+                                               ".properties")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == _LOG4J2:
+                return path
+    except OSError:
+        pass
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_LOG4J2)
+    return path
+
+
 def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shuffle_partitions: int = 4,
-                  driver_memory: str = "2g", conf: Mapping[str, str] | None = None):
+                  driver_memory: str = "2g", conf: Mapping[str, str] | None = None, jvm_log: str | None = None):
+    """Builds (or reuses) the session.
+
+    ``jvm_log``: a file that takes the JVM's (and Spark's Python workers') own stderr instead of the terminal, so
+    an interactive view is not interleaved with Java output. Ctrl-C stays with the caller: PySpark's SIGINT
+    handler (cancel every Spark job, then raise) would fail the batch in flight and print Java stack traces, so the
+    handler in place before the session started is put back; the caller stops the query cleanly instead.
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers must run the interpreter that has groupscope installed, not whatever "python3" is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -38,8 +75,29 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
     settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     settings["spark.driver.memory"] = driver_memory
     settings.update(conf or {})
+    log4j = f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        if "log4j2.configurationFile" not in settings.get(key, ""):
+            settings[key] = f"{settings.get(key, '')} {log4j}".strip()
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    saved_stderr = None
+    if jvm_log is not None:
+        # The JVM inherits fd 2 when it is launched: point fd 2 at the log file for the launch only.
+        sys.stderr.flush()
+        saved_stderr = os.dup(2)
+        log_fd = os.open(jvm_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if saved_stderr is not None:
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+        if main and previous is not None:
+            signal.signal(signal.SIGINT, previous)
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -1,0 +1,84 @@
+"""An unreachable Kafka is one clear line within seconds, not a flood of librdkafka's own log lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.cli_helpers import REPO
+
+EXPECTED = "cannot reach Kafka at 127.0.0.1:1: connection refused ("
+
+
+def _run(*args: str, tmp_path) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "streaming.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    return proc, time.monotonic() - started
+
+
+def test_run_against_an_unreachable_broker_says_so_in_one_line(tmp_path):
+    proc, elapsed = _run("run", "--bootstrap", "127.0.0.1:1", "--metrics-port", "0", "--delta-path",
+                         str(tmp_path / "delta"), "--checkpoint", str(tmp_path / "checkpoint"), tmp_path=tmp_path)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert proc.returncode != 0
+    assert len(lines) < 5, lines
+    assert any(EXPECTED in line and "attempts in" in line for line in lines), lines
+    assert elapsed < 12, elapsed  # the interpreter's start-up on top of the 10 s
+    assert not any("FAIL" in line or "Traceback" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("args", [("heartbeat", "--once")], ids=["heartbeat-once"])
+def test_heartbeat_against_an_unreachable_broker_says_so_in_one_line(tmp_path, args):
+    proc, elapsed = _run(*args, "--bootstrap", "127.0.0.1:1", tmp_path=tmp_path)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert proc.returncode != 0
+    assert len(lines) == 1 and EXPECTED in lines[0], lines
+    assert elapsed < 12, elapsed
+
+
+def test_librdkafka_lines_are_deduplicated_and_rate_limited():
+    import logging
+
+    from streaming.kafka.client import librdkafka_logger
+
+    logger = librdkafka_logger()
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        for n in range(50):
+            logger.error("FAIL [rdkafka#producer-%d] [thrd:b:9092/1]: b:9092/1: Disconnected (after %dms in state UP)",
+                         n, n)
+        logger.error("FAIL [rdkafka#producer-1] [thrd:b:9092/1]: b:9092/1: something else")
+    finally:
+        logger.removeHandler(handler)
+    assert len(seen) == 2, seen
+    assert "Disconnected" in seen[0] and "something else" in seen[1]
+
+
+def test_run_names_the_metrics_port_in_use(tmp_path):
+    import socket
+
+    from streaming.kafka.mock_cluster import MockCluster
+
+    with socket.socket() as taken, MockCluster(1) as cluster:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cluster.create_topic("__consumer_offsets", 2)
+        proc, _ = _run("run", "--bootstrap", cluster.bootstrap_servers, "--metrics-port", str(port), "--delta-path",
+                       str(tmp_path / "delta"), "--checkpoint", str(tmp_path / "checkpoint"), "--duration", "1",
+                       tmp_path=tmp_path)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert proc.returncode != 0
+    assert lines == [f"groupscope run: metrics port 0.0.0.0:{port} is already in use (set --metrics-port or "
+                     "metrics.port)"], lines
