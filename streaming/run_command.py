@@ -77,15 +77,25 @@ def common_options(func):
     return func
 
 
+def configure_logging(log_level: str = "info") -> None:
+    """groupscope's lines at ``log_level``; Spark's Python bridge (py4j) at warnings: it logs one INFO line per
+    micro-batch callback, tens of thousands a day, none of them for an operator."""
+    level = getattr(logging, log_level.upper())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(max(level, logging.WARNING))
+
+
 @click.command()
 @common_options
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop after this many seconds (default: run until "
               "SIGTERM/Ctrl-C).")
-def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, duration) -> None:
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              show_default=True, help="groupscope's own log level (Spark's Python bridge logs warnings only).")
+def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, duration, log_level) -> None:
     """Run the streaming job against a Kafka cluster."""
     settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
                          delta_path=delta_path, checkpoint=checkpoint, master=master)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(log_level)
     from .runner import GroupscopeJob
 
     job = GroupscopeJob(settings)

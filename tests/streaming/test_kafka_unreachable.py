@@ -82,3 +82,14 @@ def test_run_names_the_metrics_port_in_use(tmp_path):
     assert proc.returncode != 0
     assert lines == [f"groupscope run: metrics port 0.0.0.0:{port} is already in use (set --metrics-port or "
                      "metrics.port)"], lines
+
+
+def test_the_job_log_keeps_py4j_quiet():
+    import logging
+
+    from streaming.run_command import configure_logging
+
+    configure_logging("info")
+    assert logging.getLogger("py4j.clientserver").getEffectiveLevel() == logging.WARNING
+    configure_logging("error")
+    assert logging.getLogger("py4j").getEffectiveLevel() == logging.ERROR
