@@ -107,6 +107,9 @@ def render_status(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
 
     console = Console()
+    if not console.is_terminal:
+        # Piped or redirected: nothing wraps the lines, so do not squeeze the table into 80 columns.
+        console = Console(width=200)
     if not rows:
         console.print("no groups yet")
         return
