@@ -1,4 +1,4 @@
-"""Compression codecs of Kafka record batches: gzip, snappy (xerial-framed), LZ4 frame and zstd (spec §7.1, §7.5).
+"""Compression codecs of Kafka record batches: gzip, snappy (xerial-framed), LZ4 frame and zstd (docs/kafka-formats.md#compression).
 
 Mirrors ``org.apache.kafka.common.compress.{Gzip,Snappy,Lz4,Zstd}Compression``. The codec work is done by
 ``cramjam`` (one maintained wheel for all four); this module adds the two places where Kafka's streams are not what
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # batch.py imports this module; the enum is only needed for a
 
 __all__ = ["compress", "decompress"]
 
-# Wire codes of the attributes bits 0-2 (spec §7.1). Plain ints so this module does not import batch.py (cycle).
+# Wire codes of the attributes bits 0-2 (docs/kafka-formats.md#batch-v2). Plain ints so this module does not import batch.py (cycle).
 _NONE, _GZIP, _SNAPPY, _LZ4, _ZSTD = 0, 1, 2, 3, 4
 _NAMES = {_NONE: "none", _GZIP: "gzip", _SNAPPY: "snappy", _LZ4: "lz4", _ZSTD: "zstd"}
 

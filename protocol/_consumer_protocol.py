@@ -2,7 +2,7 @@
 
 These blobs are only meaningful when the group's ``protocolType`` is ``consumer``; a Connect worker or a third-party
 client puts its own bytes there, so callers decide *whether* to decode and this module only decides *how*
-(``consumer-offsets-format.md`` §4). The rules follow the Java client: a version above 3 is read with the v3 layout
+(docs/kafka-formats.md#consumer-protocol). The rules follow the Java client: a version above 3 is read with the v3 layout
 and its tail ignored (new versions only append fields); a version 0-3 blob must be consumed exactly; a zero-length
 assignment means "the leader assigned nothing" and decodes to ``None``.
 """

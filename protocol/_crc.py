@@ -1,4 +1,4 @@
-"""Checksums of record batches: CRC-32C for magic 2, CRC-32 (IEEE) for the legacy magic 0/1 formats (spec §7.1, §7.5).
+"""Checksums of record batches: CRC-32C for magic 2, CRC-32 (IEEE) for the legacy magic 0/1 formats (docs/kafka-formats.md).
 
 Kafka protects a v2 batch with CRC-32C (Castagnoli; ``org.apache.kafka.common.utils.Crc32C``) and a legacy
 message with the zlib-compatible CRC-32 (``java.util.zip.CRC32``). Both are wrapped here so the batch codec names

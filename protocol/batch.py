@@ -1,5 +1,5 @@
 """Record batches as stored in log segments and sent in fetch responses: magic 2 batches and legacy magic 0/1 message
-sets, transaction markers, checksums and compression (spec §7, vectors §8.3–8.4, checklist §9.1–9.2).
+sets, transaction markers, checksums and compression (docs/kafka-formats.md).
 
 Mirrors Kafka's ``DefaultRecordBatch``/``DefaultRecord`` (magic 2), ``LegacyRecord``/``AbstractLegacyRecordBatch``
 (magic 0/1), ``ControlRecordType`` and ``EndTransactionMarker``. Sans-IO: bytes in, typed values out; a segment file
@@ -18,7 +18,7 @@ Kafka for uncompressed batches (same field order, varint forms, CRC): they repro
 batches a real 4.0 broker wrote. Compressed payloads are valid streams for each codec but not necessarily the same
 bytes as Java's compressors produce.
 
-The v2 record varints are zig-zag *signed* varints (spec §2.7), not the unsigned varints of flexible message
+The v2 record varints are zig-zag *signed* varints (docs/kafka-formats.md#varints), not the unsigned varints of flexible message
 fields; both forms live in this module only, privately.
 """
 
@@ -60,7 +60,7 @@ __all__ = [
 
 
 class CompressionType(IntEnum):
-    """Codec in bits 0–2 of the batch attributes (spec §7.1). ``UNKNOWN`` stands for the unassigned codes 5–7."""
+    """Codec in bits 0–2 of the batch attributes (docs/kafka-formats.md#batch-v2). ``UNKNOWN`` stands for the unassigned codes 5–7."""
 
     UNKNOWN = -1
     NONE = 0
@@ -79,7 +79,7 @@ class TimestampType(IntEnum):
 
 
 class ControlType(IntEnum):
-    """Type of a control record, bytes 2–3 of its key (spec §7.4). Types 2–6 only occur in KRaft's metadata log."""
+    """Type of a control record, bytes 2–3 of its key (docs/kafka-formats.md#control-records). Types 2–6 only occur in KRaft's metadata log."""
 
     UNKNOWN = -1
     ABORT = 0
@@ -198,7 +198,7 @@ class LogRecord:
 
 @dataclass(frozen=True, slots=True)
 class EndTxnMarker:
-    """Value of a COMMIT/ABORT control record: ends a transaction of the batch's producer id (spec §7.4)."""
+    """Value of a COMMIT/ABORT control record: ends a transaction of the batch's producer id (docs/kafka-formats.md#control-records)."""
 
     control_type: ControlType
     version: int
@@ -232,7 +232,7 @@ class CorruptBatch:
 
     ``position`` is where the batch starts in the scanned buffer and ``base_offset`` its first offset when at least
     the offset field could be read. ``truncated`` marks a final batch whose declared length runs past the end of
-    the buffer: normal for the last batch of a fetch response or a segment being written (spec §7), while any
+    the buffer: normal for the last batch of a fetch response or a segment being written (docs/kafka-formats.md#batch-v2), while any
     other ``CorruptBatch`` means damaged bytes.
     """
 
@@ -261,18 +261,18 @@ class _RecordLike(Protocol):
 # Fixed layouts
 # ---------------------------------------------------------------------------------------------------------------
 
-# Offset and length: the 12 bytes every format starts with (spec §7.5 "How to tell formats apart").
+# Offset and length: the 12 bytes every format starts with (docs/kafka-formats.md#legacy-message-sets).
 _ENTRY_PREFIX = struct.Struct(">qi")
 _ENTRY_PREFIX_SIZE = 12
 _MAGIC_OFFSET = 16
 # baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp,
-# producerId, producerEpoch, baseSequence, recordsCount (spec §7.1).
+# producerId, producerEpoch, baseSequence, recordsCount (docs/kafka-formats.md#batch-v2).
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _V2_HEADER_SIZE = 61
 _V2_CRC_START = 21  # the CRC covers attributes .. end; partitionLeaderEpoch is excluded (the broker rewrites it)
 _V2_PREFIX = struct.Struct(">qiibI")  # the part before the CRC'd region, for the encoder
 _V2_CRC_PART = struct.Struct(">hiqqqhii")  # attributes .. recordsCount, for the encoder
-# Legacy message after offset+size: crc, magic, attributes (spec §7.5).
+# Legacy message after offset+size: crc, magic, attributes (docs/kafka-formats.md#legacy-message-sets).
 _LEGACY_HEAD = struct.Struct(">IbB")
 _LEGACY_OVERHEAD = {0: 14, 1: 22}  # crc 4, magic 1, attributes 1, (timestamp 8), key length 4, value length 4
 _MIN_ENTRY_LENGTH = 14  # smallest length field any format can hold (an empty v0 message)
@@ -285,7 +285,7 @@ _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
 
 # ---------------------------------------------------------------------------------------------------------------
-# Zig-zag varints (record framing only; spec §2.7)
+# Zig-zag varints (record framing only; docs/kafka-formats.md#varints)
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -349,7 +349,7 @@ def _uvarint_bytes(z: int) -> bytes:
 
 
 def decode_control_record(key: bytes, value: bytes | None) -> tuple[ControlType, EndTxnMarker | None]:
-    """Read a control record: its type, and for COMMIT/ABORT the transaction marker (spec §7.4).
+    """Read a control record: its type, and for COMMIT/ABORT the transaction marker (docs/kafka-formats.md#control-records).
 
     Like Kafka's ``ControlRecordType.parse``, a key version above 0 is read as version 0 (the type is always bytes
     2–3) and a negative version means corruption. Types this codec does not know become ``ControlType.UNKNOWN``;
@@ -390,7 +390,7 @@ def iter_batches(
 ) -> Iterator[RecordBatch | CorruptBatch]:
     """Scan a concatenation of batches (a segment file, fetch data) and yield each one decoded or marked corrupt.
 
-    The format of each entry is told by its byte 16 (magic 0, 1 or 2; spec §7.5). A batch that fails its checksum
+    The format of each entry is told by its byte 16 (magic 0, 1 or 2; docs/kafka-formats.md#legacy-message-sets). A batch that fails its checksum
     or does not decode yields a :class:`CorruptBatch` with the reason, and scanning continues after it, since its
     length field still locates the next batch. Scanning stops after a :class:`CorruptBatch` when the length cannot
     be trusted: a final batch whose declared length runs past the end of ``data`` (``truncated=True``, the normal
@@ -596,7 +596,7 @@ def _decode_v2_records(
     base_sequence: int,
     shift: int | None,
 ) -> tuple[LogRecord, ...]:
-    """Decode ``count`` records from ``buf[p:stop]`` (spec §7.2); they must fill that range exactly.
+    """Decode ``count`` records from ``buf[p:stop]`` (docs/kafka-formats.md#records); they must fill that range exactly.
 
     This is the hot loop of the codec. It is written out inline rather than as one call per field: zig-zag numbers
     that fit one byte (almost all lengths, deltas of coordinator records) are decoded in place, two-byte lengths and
@@ -779,7 +779,7 @@ def _record_error(index: int, reason: str, position: int, shift: int | None) -> 
 
 def _decode_legacy(view: memoryview, pos: int, end: int, verify_crc: bool) -> RecordBatch:
     """Decode a magic 0/1 entry (``AbstractLegacyRecordBatch``): a plain message, or a compressed wrapper message
-    whose value is a message set of inner messages (spec §7.5)."""
+    whose value is a message set of inner messages (docs/kafka-formats.md#legacy-message-sets)."""
     offset, length = _ENTRY_PREFIX.unpack_from(view, pos)
     crc, magic, attributes, timestamp, key, value = _parse_legacy_message(
         view, pos + _ENTRY_PREFIX_SIZE, end, verify_crc, "LegacyRecord"
@@ -1074,7 +1074,7 @@ def encode_control_batch(
     """Encode a transaction marker batch as the transaction coordinator's WriteTxnMarkers makes the leader write it.
 
     Attributes 0x30 (transactional + control), base sequence −1, one record whose key is version 0 + type and whose
-    value is marker version 0 + coordinator epoch (spec §7.4, vector §8.4).
+    value is marker version 0 + coordinator epoch (docs/kafka-formats.md#control-records).
 
     Raises:
         ValueError: ``control_type`` is not COMMIT or ABORT (other types belong to KRaft), or numbers out of range.
@@ -1114,7 +1114,7 @@ def encode_legacy_message_set(
 
     Uncompressed: one message per record with its absolute offset. Compressed: one wrapper message whose offset is
     the last absolute offset and whose value is the compressed set of inner messages, with absolute inner offsets
-    for magic 0 and relative ones (0-based from the first record) for magic 1 (spec §7.5). LZ4 with magic 0 gets
+    for magic 0 and relative ones (0-based from the first record) for magic 1 (docs/kafka-formats.md#legacy-message-sets). LZ4 with magic 0 gets
     Kafka 0.8/0.9's broken frame-header checksum. For magic 1 with LOG_APPEND_TIME, ``log_append_time`` is the
     broker's time, stored in every uncompressed message or in the wrapper; otherwise a wrapper carries the largest
     inner timestamp. Record input is as for :func:`encode_batch` (``timestamp`` plays ``base_timestamp``'s role).

@@ -2,7 +2,7 @@
 
 Each class mirrors one of Kafka's JSON message schemas (same names, fields in snake_case, same wire order); the
 ``wire(...)`` metadata is the schema, read by ``_schema.py``. Versions, flexible versions and tags follow
-``consumer-offsets-format.md`` §3. Arrays are tuples and values are frozen: a decoded record is a fact from the
+docs/kafka-formats.md#record-schemas. Arrays are tuples and values are frozen: a decoded record is a fact from the
 log and nothing downstream may edit it.
 
 Where early-access releases wrote a *different layout under the same version number* (KIP-848 types 4/5/7/8 in

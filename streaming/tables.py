@@ -1,7 +1,7 @@
 """The output tables of groupscope, declared once as Arrow schemas, and the conversions from model objects to rows.
 
 Delta tables, the Spark stateful step's output and the Prometheus sink all use these; nothing else declares a
-column. Rows are plain dicts only here, at the edge (STYLE §4). Times are epoch milliseconds in ``*_ms`` columns
+column. Rows are plain dicts only here, at the edge (docs/design-notes.md#code-style). Times are epoch milliseconds in ``*_ms`` columns
 and Arrow timestamps (UTC) in ``*_time`` columns; ``*_date`` columns exist to partition the Delta tables.
 """
 

@@ -86,7 +86,7 @@ class GroupDeleted(Event):
 
 @dataclass(frozen=True, slots=True)
 class GroupTypeChanged(Event):
-    """A classic group upgraded to a consumer group or back (spec §5.2, last rows)."""
+    """A classic group upgraded to a consumer group or back (docs/kafka-formats.md#group-states)."""
 
     old: GroupType
     new: GroupType

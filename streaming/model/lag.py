@@ -1,19 +1,19 @@
 """Offset lag and time lag from heartbeat end offsets: never negative, bounded, never absurd.
 
-The heartbeat (DESIGN §2.4) reports per topic-partition the high watermark, the last stable offset and the low
+The heartbeat (docs/design-notes.md#heartbeat) reports per topic-partition the high watermark, the last stable offset and the low
 watermark, stamped with the emitter's clock. This module keeps the latest sample and a bounded history of
 ``(time, end offset)`` per topic-partition, shared by every group of the shard, and answers:
 
-* **offset lag** = end − committed, clamped at 0 (prior-art §3: negative lag from timing skew). The end is the LSO
+* **offset lag** = end − committed, clamped at 0 (docs/design-notes.md#lag-lessons: negative lag from timing skew). The end is the LSO
   capped by the high watermark: a read_committed consumer cannot pass the LSO, and a racing sample where LSO > HWM
   (seen in the conformance capture) must not inflate lag. On a partition known to carry transactions, a consumer
   positioned exactly on the final COMMIT/ABORT marker (committed == end − 1 with nothing open) has nothing left to
   read: a transaction always writes at least one data record before its marker, so ``end − 1`` is the marker
-  itself. That lag counts as 0 (prior-art §2 #5, Burrow#570).
+  itself. That lag counts as 0 (docs/design-notes.md#lag-lessons).
 * **time lag**: when did the log end pass the committed offset? Interpolated between the two history samples that
   bracket it (Kafka Lag Exporter's idea). Unlike KLE it never extrapolates: a committed offset older than the
   history gives ``now − oldest sample`` flagged as a lower bound, so a group replaying months of data shows "at
-  least the history span", not astronomical seconds (KLE#496), and an idle caught-up partition shows 0 (KLE#32).
+  least the history span", not astronomical seconds, and an idle caught-up partition shows 0.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Committed and pending transactional offsets of one coordinator shard.
 
-Mirrors Kafka's ``OffsetMetadataManager`` (``replay``, ``replayEndTransactionMarker``; spec §5.1):
+Mirrors Kafka's ``OffsetMetadataManager`` (``replay``, ``replayEndTransactionMarker``; docs/kafka-formats.md#offset-replay):
 
 * a plain commit applies at once;
 * a transactional commit waits under its producer id, with an index of the open transactions of each group;

@@ -1,6 +1,6 @@
 """Rebalances: their causes from the records and partition movement (the verdicts are in ``verdicts``).
 
-Kafka writes nothing when a rebalance starts (spec §5.2: PreparingRebalance is in memory only); what the log shows is
+Kafka writes nothing when a rebalance starts (docs/kafka-formats.md#group-states: PreparingRebalance is in memory only); what the log shows is
 its outcome: a new classic generation with its members and assignments, or a KIP-848 group-epoch bump preceded by
 member records and followed by a new target assignment. Causes are therefore inferred by comparing the membership
 before and after, which is exactly as far as the records go: the log cannot tell a LeaveGroup from a session expiry

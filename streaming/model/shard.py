@@ -1,6 +1,6 @@
 """The state of one ``__consumer_offsets`` partition: groups, offsets and end offsets, rebuilt by replay.
 
-Mirrors Kafka's ``GroupCoordinatorShard`` (STYLE A3): ``replay`` makes ONE dispatch on the record type, through
+Mirrors Kafka's ``GroupCoordinatorShard`` (docs/design-notes.md#code-style): ``replay`` makes ONE dispatch on the record type, through
 the table :data:`DISPATCH`, to the owner of that type (offsets, classic, consumer, share, streams groups); a null
 value is a tombstone; ``replay_end_txn_marker`` forwards COMMIT/ABORT to the offsets. Group get-or-create follows
 ``GroupMetadataManager``: an offset commit for an unknown group creates Kafka's "simple" classic group; KIP-848
@@ -8,7 +8,7 @@ records may replace a simple group; a tombstone for an unknown group or member i
 whatever group had the id (that is how a consumer group is downgraded). Records the model cannot apply become
 :class:`events.Anomaly` events and replay goes on (Kafka's loader logs unknown types and skips them).
 
-Two input paths give the same state (DESIGN §2.1): records read with ``isolation.level=read_committed`` are
+Two input paths give the same state (docs/design-notes.md#two-input-paths): records read with ``isolation.level=read_committed`` are
 replayed with ``transactional=False`` (aborted commits never arrive, committed ones arrive in place), and raw
 segment files are replayed with their batch headers (``transactional=True`` plus the producer id) and their
 control records through ``replay_end_txn_marker``.
@@ -454,7 +454,7 @@ class GroupCoordinatorShard:
         """Every group with members, offsets, lag, time lag and status at ``now_ms`` (default: last heartbeat).
 
         ``caught_up=False`` (the source has not yet reached the log end) holds every status at OK except data
-        loss: replayed history must not raise STOP or STALL (prior-art §8 scenario 4).
+        loss: replayed history must not raise STOP or STALL (docs/design-notes.md#lag-lessons).
         """
         now = self.now_ms if now_ms is None else now_ms
         if now < 0:
@@ -618,7 +618,7 @@ _GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerG
 _T = RecordType
 Handler = Callable[[GroupCoordinatorShard, CoordinatorRecord, int, int, int, bool], None]
 DISPATCH: dict[RecordType, Handler] = {
-    _T.LEGACY_OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,  # same logical key space as type 1 (spec §1.3)
+    _T.LEGACY_OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,  # same logical key space as type 1 (docs/kafka-formats.md#coordinator-records)
     _T.OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,
     _T.GROUP_METADATA: GroupCoordinatorShard._group_metadata,
     _T.CONSUMER_GROUP_METADATA: GroupCoordinatorShard._cg_epoch,

@@ -3,10 +3,10 @@
 Mirrors ``ClassicGroupState`` and ``ConsumerGroup.maybeUpdateGroupState`` of Kafka's group coordinator
 (``group-coordinator/.../classic/ClassicGroupState.java``, ``modern/consumer/ConsumerGroup.java``).
 
-Rules of this file (STYLE.md §3):
+Rules of this file (docs/design-notes.md#code-style):
 
 * Tables hold only what the ``__consumer_offsets`` log shows. A classic group's PREPARING_REBALANCE and
-  COMPLETING_REBALANCE phases live only in the coordinator's memory (spec §5.2): no record is written when a group
+  COMPLETING_REBALANCE phases live only in the coordinator's memory (docs/kafka-formats.md#group-states): no record is written when a group
   enters them, so no trigger here leads to them. They exist in the Enum because the Admin API reports them.
 * :func:`apply` is the single gate: it looks the trigger up and raises :class:`InvalidTransition` naming the machine,
   the state, the trigger and what was allowed. Nothing else decides a transition.
@@ -107,7 +107,7 @@ class ClassicTrigger(enum.Enum):
 
 _C, _CT = ClassicGroupState, ClassicTrigger
 CLASSIC_GROUP: dict[ClassicGroupState, dict[ClassicTrigger, ClassicGroupState]] = {
-    # A completed rebalance with members, a static member replaced while Stable (spec §5.2): Stable.
+    # A completed rebalance with members, a static member replaced while Stable (docs/kafka-formats.md#group-states): Stable.
     # A rebalance that ended with nobody left writes an empty value: Empty. Deletion, expiry or the upgrade to a
     # consumer group writes a tombstone: Dead (the group leaves the shard).
     _C.EMPTY: {_CT.METADATA_WITH_MEMBERS: _C.STABLE, _CT.METADATA_WITHOUT_MEMBERS: _C.EMPTY, _CT.TOMBSTONE: _C.DEAD},
@@ -147,7 +147,7 @@ MODERN_MEMBER: dict[MemberLifecycle, dict[MemberTrigger, MemberLifecycle]] = {
         _MT.CURRENT_ASSIGNMENT_TOMBSTONE: _M.ABSENT,
         _MT.METADATA_TOMBSTONE: _M.ABSENT,
     },
-    # Kafka refuses to delete a member whose current assignment was not tombstoned first (spec §5.3 step 5:
+    # Kafka refuses to delete a member whose current assignment was not tombstoned first (docs/kafka-formats.md#member-removal:
     # tombstones 8, 7, 5 in this order): METADATA_TOMBSTONE from ACTIVE is an inconsistency.
     _M.ACTIVE: {
         _MT.METADATA: _M.ACTIVE,

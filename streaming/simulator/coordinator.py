@@ -1,19 +1,19 @@
 """Emulates a Kafka 4.0 group coordinator: the records it appends to ``__consumer_offsets``, when, and in what order.
 
 Mirrors ``GroupMetadataManager`` / ``OffsetMetadataManager`` as of 4.0 (the new coordinator, default since 4.0), per
-``consumer-offsets-format.md`` §5 and the kafka-4.0 captures:
+docs/kafka-formats.md#coordinator-writes and the kafka-4.0 captures:
 
-* classic groups (§5.2): the first JoinGroup creates the group and writes an empty ``GroupMetadataValue`` v3
+* classic groups: the first JoinGroup creates the group and writes an empty ``GroupMetadataValue`` v3
   (protocolType "", generation 0); a completed join phase writes nothing; the leader's SyncGroup writes the
   generation's value with every member's subscription and assignment blob; a join phase that ends with no member
   writes generation+1 with no protocol, leader or members; a static member re-joining with a new member id while
   Stable rewrites the same generation with the replaced id. Members appear in the record in ``java.util.HashMap``
   iteration order, as the broker's ``HashMap`` of members yields them.
-* KIP-848 consumer groups (§5.3, 4.0 style: type 4 still written): a join writes 5, [4], 3, then the target
+* KIP-848 consumer groups (4.0 style: type 4 still written): a join writes 5, [4], 3, then the target
   assignment 7* (delta) and 6, then 8 for the member; a heartbeat computes a pending target assignment and
   reconciles the member (8 when it changed); a leave or session expiry writes tombstones 8, 7, 5, [4], then 3;
   deletion writes 6, 4, 3 tombstones (after the offsets' tombstones).
-* offsets (§5.1): one batch per OffsetCommit request, value v3; transactional commits in a transactional batch,
+* offsets: one batch per OffsetCommit request, value v3; transactional commits in a transactional batch,
   pending per producer id until a COMMIT/ABORT marker; a COMMIT applies a pending offset only when its log offset
   is newer than the stored one; an offset tombstone also drops pending offsets of that partition.
 
@@ -381,7 +381,7 @@ class Coordinator:
             store = self.offsets.setdefault(group, {})
             for tp, c in pend.items():
                 old = store.get(tp)
-                if old is None or c.log_offset > old.log_offset:  # spec §5.1: newer record wins
+                if old is None or c.log_offset > old.log_offset:  # docs/kafka-formats.md#offset-replay: newer record wins
                     store[tp] = c
 
     def delete_offsets(self, group: str, topic: str) -> int:
@@ -447,7 +447,7 @@ class Coordinator:
         if g is None:
             g = self.groups[group] = ClassicGroupSim(group, strategy)
             g.current_state_timestamp = now
-            # The first JoinGroup (answered MEMBER_ID_REQUIRED) creates the group: spec §5.2.
+            # The first JoinGroup (answered MEMBER_ID_REQUIRED) creates the group: docs/kafka-formats.md#group-states.
             self._append(group, [new_empty_group_metadata(group, generation=0, protocol_type="",
                                                           current_state_timestamp=now)])
             g.persisted = _classic_persisted(g)
@@ -479,7 +479,7 @@ class Coordinator:
                 members[mid] = m
         g.members = members
         if g.state == "STABLE":
-            # Same generation, same state timestamp, the replaced id (spec §5.2; capture a_classic offset 412).
+            # Same generation, same state timestamp, the replaced id (docs/kafka-formats.md#group-states; capture a_classic offset 412).
             self._write_classic(g)
             client.on_assignment(new_id, g.generation, g.members[new_id].assignment)
         return new_id

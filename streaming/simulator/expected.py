@@ -2,7 +2,7 @@
 
 This is the test oracle. It is kept by the coordinator emulation as it writes (never by replaying its records):
 classic groups as of their last type-2 record (Stable with members, or Empty; in-memory rebalance phases are not in
-the log, spec §5.2), KIP-848 groups with epochs, members, target and current assignments (all of which the 4.0
+the log, docs/kafka-formats.md#group-states), KIP-848 groups with epochs, members, target and current assignments (all of which the 4.0
 coordinator persists on every change), committed offsets after transactional settlement and tombstones.
 :func:`project` turns ``streaming.model.describe.describe(...)`` output into the same shape for comparison.
 """

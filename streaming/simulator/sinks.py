@@ -1,7 +1,7 @@
 """Where the simulator's ``__consumer_offsets`` records (and its topics' messages) go.
 
 The coordinator emulation hands every write to a sink as the broker would append it: an :class:`Append` is one
-record batch (one OffsetCommit request, one group-metadata write, one KIP-848 operation: spec §5.6) with its
+record batch (one OffsetCommit request, one group-metadata write, one KIP-848 operation: docs/kafka-formats.md#member-removal) with its
 ``__consumer_offsets`` partition, base offset, timestamp and producer fields; a :class:`Marker` is one COMMIT/ABORT
 control batch. Sinks:
 

@@ -1,16 +1,16 @@
 """The Prometheus sink: the latest group snapshots as ``kafka_consumergroup_*`` series, plus the monitor's own health.
 
-Mirrors prometheus/client_python's custom-collector pattern (STYLE A4, §7): the Spark job's ``foreachBatch`` hands
+Mirrors prometheus/client_python's custom-collector pattern (docs/design-notes.md#metrics-lifecycle): the Spark job's ``foreachBatch`` hands
 every micro-batch's rows to a :class:`MetricsState` on the driver; on each scrape :class:`GroupscopeCollector`
 builds fresh metric families from the state's latest snapshot and keeps nothing itself, so a group or offset that
 is gone from the state is gone from ``/metrics`` (and Prometheus marks its series stale) without any bookkeeping of
-"series to delete" (Burrow's split lifecycle, STYLE A2, is what this avoids). :class:`MetricsServer` serves an
+"series to delete" (a separate deletion lifecycle is what this avoids). :class:`MetricsServer` serves an
 explicit registry (no global ``REGISTRY``) on ``/metrics`` with ``/ready`` and ``/healthz`` beside it.
 
-Names follow the families Kafka Lag Exporter and kafka_exporter users already query (prior-art §1.2, §1.4); every
+Names follow the families Kafka Lag Exporter and kafka_exporter users already query (docs/design-notes.md#metrics-lifecycle); every
 series carries a ``cluster`` label. Group-level series are always on; per-partition and per-member series are
 opt-in (``partition_metrics``), because they multiply cardinality by partitions and churn with member ids
-(prior-art §2 #10, kminion#103, KLE#25). :data:`METRICS` is the one catalogue of what is exported; dashboards,
+(docs/design-notes.md#metrics-lifecycle). :data:`METRICS` is the one catalogue of what is exported; dashboards,
 alert rules and their tests are checked against it.
 
 Rows are the dicts of ``streaming.tables`` (``GROUPS``, ``LAG``, ``GROUP_EVENTS``), either as built by
@@ -241,7 +241,7 @@ class OffsetsPartitionHealth:
 
     @property
     def unstable(self) -> int | None:
-        """HWM - LSO: records an open transaction holds back from the job (DESIGN §2.1); None when unknown."""
+        """HWM - LSO: records an open transaction holds back from the job (docs/design-notes.md#two-input-paths); None when unknown."""
         if self.high_watermark < 0 or self.last_stable_offset < 0:
             return None
         return max(0, self.high_watermark - self.last_stable_offset)

@@ -37,9 +37,9 @@ from protocol.batch import (
 )
 from protocol.errors import CodecError
 
-TS = 1700000000000  # spec §8 common timestamp
-GROUP_KEY = bytes.fromhex("000100086d792d67726f757000066f726465727300000003")  # §8.1 key
-COMMIT_VALUE = bytes.fromhex("0003000000000000002a0000000500000000018bcfe56800")  # §8.1 value v3
+TS = 1700000000000  # docs/kafka-formats.md#test-vectors: common timestamp
+GROUP_KEY = bytes.fromhex("000100086d792d67726f757000066f726465727300000003")  # docs/kafka-formats.md#test-vectors: key
+COMMIT_VALUE = bytes.fromhex("0003000000000000002a0000000500000000018bcfe56800")  # docs/kafka-formats.md#test-vectors: value v3
 
 # Spelled exactly as printed in the spec.
 SPEC_8_3 = bytes.fromhex(
@@ -104,7 +104,7 @@ def decoded(data: bytes, **kwargs) -> list[RecordBatch]:
     return items  # type: ignore[return-value]
 
 
-# --- checksums and varints (spec §8.3 CRC note, §2.7) ------------------------------------------------------------
+# --- checksums and varints (docs/kafka-formats.md#test-vectors, #varints) ------------------------------------------------------------
 
 
 def test_crc32c_matches_kafka_unit_test_values():
@@ -122,7 +122,7 @@ def test_crc32_is_zlib_ieee():
     [(24, "30"), (-1, "01"), (0, "00"), (54, "6c"), (63, "7e"), (64, "8001"), (-65, "8101"), (300, "d804")],
 )
 def test_zigzag_varint_examples(value, encoded):
-    # spec §2.7: zig-zag, so -1 is 01 and lengths are doubled; these are not the unsigned varints of flexible fields
+    # docs/kafka-formats.md#varints: zig-zag, so -1 is 01 and lengths are doubled; these are not the unsigned varints of flexible fields
     assert batch_module._zigzag_varint(value).hex() == encoded
     raw, end = batch_module._read_uvarint(bytes.fromhex(encoded), 0, 5)
     assert ((raw >> 1) ^ -(raw & 1), end) == (value, len(encoded) // 2)
@@ -205,7 +205,7 @@ def test_abort_marker_key_and_value():
         ControlType.ABORT, coordinator_epoch=9, base_offset=3, producer_id=1, producer_epoch=2, timestamp=TS
     )
     (batch,) = decoded(data)
-    assert batch.records[0].key == b"\x00\x00\x00\x00"  # spec §8.4: ABORT would be 00 00 00 00
+    assert batch.records[0].key == b"\x00\x00\x00\x00"  # docs/kafka-formats.md#test-vectors: ABORT would be 00 00 00 00
     assert batch.control == EndTxnMarker(ControlType.ABORT, 0, 9)
     with pytest.raises(ValueError):
         encode_control_batch(
@@ -216,7 +216,7 @@ def test_abort_marker_key_and_value():
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        # why: the type is bytes 2-3 whatever the version; readers parse version > 0 as version 0 (spec §7.4)
+        # why: the type is bytes 2-3 whatever the version; readers parse version > 0 as version 0 (docs/kafka-formats.md#control-records)
         ("00010001", "000000000005", (ControlType.COMMIT, EndTxnMarker(ControlType.COMMIT, 0, 5))),
         ("00000000", "0001ffffffff", (ControlType.ABORT, EndTxnMarker(ControlType.ABORT, 1, -1))),
         # why: KRaft types carry KRaft messages as values, which are not ours to parse
@@ -457,7 +457,7 @@ def test_delete_horizon_batch():
 
 
 def test_empty_batch_kept_for_producer_state():
-    # recordsCount 0: what the cleaner leaves to retain a producer's state (spec §7.1)
+    # recordsCount 0: what the cleaner leaves to retain a producer's state (docs/kafka-formats.md#batch-v2)
     data = encode_batch(
         [], base_offset=40, last_offset_delta=4, producer_id=7, producer_epoch=1, base_sequence=0, transactional=True
     )
@@ -515,7 +515,7 @@ def test_memoryview_and_bytearray_inputs_decode_the_same():
 
 
 def test_legacy_v0_message_layout_by_hand():
-    # offset 5, size, crc, magic 0, attributes 0, key -1, value "abc": spec §7.5 table, built without the encoder
+    # offset 5, size, crc, magic 0, attributes 0, key -1, value "abc": docs/kafka-formats.md#legacy-message-sets, built without the encoder
     body = bytes([0, 0]) + struct.pack(">i", -1) + struct.pack(">i", 3) + b"abc"
     entry = struct.pack(">qiI", 5, len(body) + 4, zlib.crc32(body)) + body
     assert encode_legacy_message_set([(None, b"abc")], magic=0, base_offset=5) == entry
@@ -548,7 +548,7 @@ def test_legacy_round_trip(magic, codec):
         (wrapper,) = batches
         assert wrapper.header.compression is codec and wrapper.header.records_count == 5
         assert (wrapper.header.base_offset, wrapper.header.last_offset) == (1000, 1004)
-        # the wrapper's own offset field is the last absolute offset (spec §7.5)
+        # the wrapper's own offset field is the last absolute offset (docs/kafka-formats.md#legacy-message-sets)
         assert struct.unpack_from(">q", data, 0)[0] == 1004
         inner = decompress(codec, _legacy_value(data), magic=magic)
         inner_offsets = _offsets_of(inner)
@@ -613,7 +613,7 @@ def test_legacy_v1_wrapper_offset_zero_keeps_inner_offsets():
 
 
 def test_legacy_v0_lz4_broken_header_checksum():
-    """Kafka 0.8/0.9 hashed the LZ4 magic into the frame-header checksum; magic 0 readers must cope (spec §7.5)."""
+    """Kafka 0.8/0.9 hashed the LZ4 magic into the frame-header checksum; magic 0 readers must cope (docs/kafka-formats.md#legacy-message-sets)."""
     data = encode_legacy_message_set([(b"k", b"v" * 100)] * 3, magic=0, base_offset=0, compression=CompressionType.LZ4)
     frame = _legacy_value(data)
     with pytest.raises(CodecError, match="lz4"):

@@ -1,4 +1,4 @@
-"""The group → ``__consumer_offsets`` partition function matches Kafka's (spec §6 worked examples)."""
+"""The group → ``__consumer_offsets`` partition function matches Kafka's (docs/kafka-formats.md#partitioning)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""The hand-built hex vectors of consumer-offsets-format.md §8 decode to the documented values and re-encode
+"""The hand-built hex vectors (docs/kafka-formats.md#test-vectors) decode to the documented values and re-encode
 byte for byte."""
 
 from __future__ import annotations
