@@ -294,12 +294,9 @@ class RebalanceJudge:
         chain.append((timestamp, timestamp, 0))
         if len(chain) < 2 or j.chain_reported:
             return []
-        j.chain_reported = True
         size = len(j.members)
-        ep = _Episode(chain[0][1], timestamp, offset, size, False, frozenset(j.members), size, len(chain), len(chain),
-                      1, 0, 0, False, 0, 0)
         open_episode = j.episode
-        event = self._verdict(group_id, j, "rolling_restart", offset, timestamp, ep)
+        event = self._chain_verdict(group_id, j, offset, timestamp, timestamp, size, size, frozenset(j.members))
         j.episode = open_episode
         return [event]
 
@@ -360,22 +357,17 @@ class RebalanceJudge:
                 # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
                 chain.append((at, ep.start_ms, ep.rebalances))
                 if len(chain) >= 2 and not j.chain_reported:
-                    j.chain_reported = True
-                    ep = _Episode(chain[0][1], ep.last_ms, ep.last_offset, ep.size_before, False, ep.baseline,
-                                  ep.size_now, len(chain), len(chain), 1, 0, 0, False, 0,
-                                  sum(c[2] for c in chain))
-                    verdict = "rolling_restart"
-                return out if verdict is None else out + [self._verdict(gid, j, verdict, ep.last_offset, at, ep)]
+                    out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before,
+                                                   ep.size_now, ep.baseline))
+                return out
         elif not ep.started_empty and ep.joins == ep.restart_joins and ep.departures == ep.replaced_departures:
             # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
             # of capacity. Each completed one counts towards a slow rolling restart.
             for _ in range(ep.replaced_departures):
                 chain.append((at, ep.start_ms, ep.rebalances))
             if len(chain) >= 2 and ep.replaced_departures and not j.chain_reported:
-                j.chain_reported = True
-                ep = _Episode(chain[0][1], ep.last_ms, ep.last_offset, ep.size_before, False, ep.baseline,
-                              ep.size_now, len(chain), len(chain), 1, 0, 0, False, 0, sum(c[2] for c in chain))
-                out.append(self._verdict(gid, j, "rolling_restart", ep.last_offset, at, ep))
+                out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
+                                               ep.baseline))
             return out
         elif not ep.started_empty and ep.departures == 0 and ep.joins > ep.restart_joins \
                 and ep.size_now > ep.size_before:
@@ -388,6 +380,15 @@ class RebalanceJudge:
         if verdict is not None:
             out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep))
         return out
+
+    def _chain_verdict(self, gid: str, j: _GroupJudgement, offset: int, at: int, last_ms: int, size_before: int,
+                       size_now: int, baseline: frozenset[str]) -> ev.Event:
+        """The rolling restart made of the chain's single-member restarts (reported once per chain)."""
+        chain = j.chain
+        j.chain_reported = True
+        ep = _Episode(chain[0][1], last_ms, offset, size_before, False, baseline, size_now, len(chain), len(chain),
+                      1, 0, 0, False, 0, sum(c[2] for c in chain))
+        return self._verdict(gid, j, "rolling_restart", offset, at, ep)
 
     @staticmethod
     def _rolling_restart_shape(ep: _Episode) -> bool:
