@@ -5,8 +5,8 @@ by Spark, and the whole ``groupscope decode --format kafka`` command. Usage::
 
     python benchmarks/bench_decode.py [SEGMENTS_DIR]
 
-Without an argument it unpacks ``../shared/bench/consumer-offsets-5M.tar.zst`` into a temporary directory (needs
-the ``zstd`` and ``tar`` commands).
+Without an argument it unpacks ``benchmarks/data/consumer-offsets-5M.tar.zst`` (described in
+``benchmarks/data/README.md``) into a temporary directory (needs the ``zstd`` and ``tar`` commands).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import pyarrow as pa  # noqa: E402
 from protocol.arrow import decode_arrow  # noqa: E402
 from protocol.batch import CorruptBatch, iter_batches  # noqa: E402
 from protocol.codec import decode_record  # noqa: E402
-from streaming.decode_command import decode_paths  # noqa: E402
+from streaming.commands.decode import decode_paths  # noqa: E402
 
 
 def unpack_default(target: Path) -> Path:
-    archive = REPO.parent / "shared" / "bench" / "consumer-offsets-5M.tar.zst"
+    archive = REPO / "benchmarks" / "data" / "consumer-offsets-5M.tar.zst"
     if not archive.exists():
         sys.exit(f"bench_decode: {archive} not found; pass a segments directory")
     subprocess.run(f"zstd -q -d -c '{archive}' | tar xf - -C '{target}'", shell=True, check=True)

@@ -24,9 +24,9 @@ import pyarrow as pa  # noqa: E402
 
 from protocol.builders import new_offset_commit  # noqa: E402
 from protocol.codec import encode_record  # noqa: E402
-from streaming.heartbeat_format import encode_heartbeats  # noqa: E402
-from streaming.step import ShardStep, StepConfig  # noqa: E402
-from streaming.tables import SOURCE  # noqa: E402
+from streaming.schema.heartbeat_format import encode_heartbeats  # noqa: E402
+from streaming.job.step import ShardStep, StepConfig  # noqa: E402
+from streaming.schema.tables import SOURCE  # noqa: E402
 
 
 def main() -> None:

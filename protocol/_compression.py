@@ -15,18 +15,28 @@ Every failure is reported as :class:`~protocol.errors.CodecError`, the codec's o
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from enum import IntEnum
 
 import cramjam
 
 from .errors import CodecError
 
-if TYPE_CHECKING:  # batch.py imports this module; the enum is only needed for annotations here.
-    from .batch import CompressionType
+__all__ = ["CompressionType", "compress", "decompress"]
 
-__all__ = ["compress", "decompress"]
 
-# Wire codes of the attributes bits 0-2 (docs/kafka-formats.md#batch-v2). Plain ints so this module does not import batch.py (cycle).
+class CompressionType(IntEnum):
+    """Codec in bits 0–2 of the batch attributes (docs/kafka-formats.md#batch-v2). ``UNKNOWN`` stands for the
+    unassigned codes 5–7. Defined here, beside the codecs, and re-exported by ``batch``."""
+
+    UNKNOWN = -1
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+# Wire codes of the attributes bits 0-2 as plain ints, for the hot paths below.
 _NONE, _GZIP, _SNAPPY, _LZ4, _ZSTD = 0, 1, 2, 3, 4
 _NAMES = {_NONE: "none", _GZIP: "gzip", _SNAPPY: "snappy", _LZ4: "lz4", _ZSTD: "zstd"}
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Protocol
 
+from ._compression import CompressionType
 from ._compression import compress as _compress
 from ._compression import decompress as _decompress
 from ._crc import crc32 as _crc32
@@ -57,17 +58,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------------
 # Wire codes
 # ---------------------------------------------------------------------------------------------------------------
-
-
-class CompressionType(IntEnum):
-    """Codec in bits 0–2 of the batch attributes (docs/kafka-formats.md#batch-v2). ``UNKNOWN`` stands for the unassigned codes 5–7."""
-
-    UNKNOWN = -1
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
 
 
 class TimestampType(IntEnum):

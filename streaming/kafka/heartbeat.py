@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
-from ..heartbeat_format import encode_heartbeats
+from streaming.schema.heartbeat_format import encode_heartbeats
 from .client import KafkaAccess, KafkaUnavailable
 
 __all__ = ["HeartbeatEmitter", "EmitterStatus", "config_fixes"]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicPartition
 
-from ..tables import SOURCE
+from streaming.schema.tables import SOURCE
 from .client import consumer_config, with_logger
 
 __all__ = ["OffsetRange", "read_ranges", "RANGE_SCHEMA", "ReadTimeout"]

@@ -32,16 +32,27 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from protocol.records import MemberState
 
+from .clock import Scheduler
 from .coordinator import CommitRejected, Coordinator
+from .topics import Topic
 
-if TYPE_CHECKING:
-    from .simulation import Simulation
+__all__ = ["ConsumerConfig", "SimConsumer", "SimpleConsumer", "TransactionalApp", "COMMIT_MODES", "Simulation"]
 
-__all__ = ["ConsumerConfig", "SimConsumer", "SimpleConsumer", "TransactionalApp", "COMMIT_MODES"]
+
+class Simulation(Protocol):
+    """What a client needs of the simulation it runs in (``simulation.Simulation`` provides it). A protocol rather
+    than an import, so the clients do not depend on the module that builds the scenarios out of them."""
+
+    coordinator: Coordinator
+    rng: random.Random
+    sched: Scheduler
+    topics: dict[str, Topic]
+
+    def next_producer_id(self) -> int: ...
 
 COMMIT_MODES = ("auto", "changed", "sync", "async", "none")
 _STORED = ("auto", "changed")  # commits of librdkafka's stored positions: changed partitions only, leader epoch

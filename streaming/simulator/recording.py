@@ -1,5 +1,5 @@
 """Writes a simulation as a *recording folder*, the layout of the real-Kafka recordings in
-``shared/conformance/verdicts/<scenario>/`` that ``streaming.recording.load_recording`` reads:
+``shared/conformance/verdicts/<scenario>/`` that ``streaming.offline.recording.load_recording`` reads:
 
 * ``records.jsonl``: one JSON object per ``__consumer_offsets`` record (control records included) with its
   ``partition``, ``offset``, ``timestamp``, ``key_hex``, ``value_hex`` (null: tombstone) and the batch header fields

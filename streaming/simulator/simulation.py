@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from .clock import DEFAULT_START_MS, Scheduler
 from .coordinator import Coordinator, CoordinatorConfig
+from .scenarios import resolve
 from .sinks import MemorySink, Sink
 from .topics import Topic, TopicSpec
 
@@ -34,8 +35,6 @@ class Simulation:
     def __init__(self, scenarios: Iterable[str] | str = ("steady",), seed: int = 0, *, offsets_partitions: int = 50,
                  start_ms: int = DEFAULT_START_MS, scale_groups: int = 1000,
                  coordinator_config: CoordinatorConfig = CoordinatorConfig()) -> None:
-        from .scenarios import resolve
-
         if offsets_partitions <= 0:
             raise ValueError("offsets_partitions must be positive")
         if scale_groups <= 0:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from ..tables import PARTITION_COLUMNS, TABLES, batch_tables, last_row_per_group
+from streaming.schema.tables import PARTITION_COLUMNS, TABLES, batch_tables, last_row_per_group
 
 __all__ = ["DeltaSink"]
 

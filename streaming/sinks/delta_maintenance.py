@@ -32,7 +32,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from ..config import DeltaMaintenanceSettings
-from ..tables import TABLES
+from streaming.schema.tables import TABLES
 from .delta import DeltaSink
 
 __all__ = ["DeltaMaintenance", "TableMaintenance", "maintain_table"]

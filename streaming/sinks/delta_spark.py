@@ -12,7 +12,7 @@ from typing import Mapping
 
 import pyarrow as pa
 
-from ..tables import PARTITION_COLUMNS, batch_tables, last_row_per_group
+from streaming.schema.tables import PARTITION_COLUMNS, batch_tables, last_row_per_group
 
 __all__ = ["DeltaSparkSink", "delta_spark_available"]
 

@@ -13,7 +13,7 @@ opt-in (``partition_metrics``), because they multiply cardinality by partitions 
 (docs/design-notes.md#metrics-lifecycle). :data:`METRICS` is the one catalogue of what is exported; dashboards,
 alert rules and their tests are checked against it.
 
-Rows are the dicts of ``streaming.tables`` (``GROUPS``, ``LAG``, ``GROUP_EVENTS``), either as built by
+Rows are the dicts of ``streaming.schema.tables`` (``GROUPS``, ``LAG``, ``GROUP_EVENTS``), either as built by
 ``group_row``/``partition_rows``/``event_row`` (times in epoch ms) or as read back from Arrow (times as
 ``datetime``); both are accepted.
 """
@@ -208,7 +208,7 @@ _SPEC = {s.name: s for s in METRICS}
 
 
 class StepHealthLike(Protocol):
-    """What :meth:`MonitorHealth.after_batch` reads of each shard's report (``streaming.step.StepHealth``)."""
+    """What :meth:`MonitorHealth.after_batch` reads of each shard's report (``streaming.job.step.StepHealth``)."""
 
     shard: int
     records: int

@@ -1,6 +1,6 @@
 """The streaming query: Kafka source → fan-out by coordinator shard → stateful step → foreachBatch sinks.
 
-Spark glue only; the domain work is in ``streaming.step`` (per shard) and ``streaming.batch_sink`` (driver).
+Spark glue only; the domain work is in ``streaming.job.step`` (per shard) and ``streaming.job.batch_sink`` (driver).
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from ..batch_sink import BatchSink
+from streaming.job.batch_sink import BatchSink
 from ..config import Settings
 from ..model.verdicts import RebalanceConfig
 from ..model.rules import Thresholds
 from ..model.shard import ModelConfig
-from ..step import StepConfig
+from streaming.job.step import StepConfig
 from .source import KafkaRangeSource
 from .stateful import OUTPUT_DDL, STATE_DDL, make_state_function
 

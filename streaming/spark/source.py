@@ -8,7 +8,7 @@ offsets (the last stable offset for read_committed topics) and plans ranges; exe
 Options (Spark lower-cases option keys): ``topics`` (comma list), ``startingoffsets`` (``earliest`` | ``latest``),
 ``maxoffsetspertrigger``, ``readtasks``, ``unlimitedtopics`` (comma list read in full every batch),
 ``isolation`` (``read_committed``), ``timeoutseconds``, ``packed`` (``true``: one row per partition chunk with the
-records as an Arrow IPC payload, see :mod:`streaming.packed`; ``false``: a row per record, the columns of Spark's
+records as an Arrow IPC payload, see :mod:`streaming.job.packed`; ``false``: a row per record, the columns of Spark's
 Kafka source), and ``kafka.<librdkafka setting>`` passed through.
 """
 
@@ -21,7 +21,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ..kafka.planning import from_json_offsets, limit_offsets, plan_ranges, split_tasks, to_json_offsets
-from ..packed import PACKED_DDL
+from streaming.job.packed import PACKED_DDL
 
 __all__ = ["KafkaRangeSource", "SOURCE_DDL"]
 
@@ -130,7 +130,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not self.packed:
             yield from batches
             return
-        from ..packed import pack
+        from streaming.job.packed import pack
 
         for batch in batches:
             yield from pack(batch)

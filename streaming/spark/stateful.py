@@ -1,7 +1,7 @@
-"""The one ``applyInPandasWithState`` of the query: per coordinator shard, run :class:`streaming.step.ShardStep`.
+"""The one ``applyInPandasWithState`` of the query: per coordinator shard, run :class:`streaming.job.step.ShardStep`.
 
 Thin on purpose: it turns Spark's pandas chunks into one Arrow table (unpacking the source's packed chunks, see
-:mod:`streaming.packed`), restores the shard's state, runs the step and
+:mod:`streaming.job.packed`), restores the shard's state, runs the step and
 returns the step's output tables as Arrow IPC payloads. Python workers are reused across batches, so the last
 restored step is kept per shard and reused when Spark hands back exactly the state bytes it last produced (no
 unpickling of a shard that did not move).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..step import SOURCE_SCHEMA, ShardStep, StepConfig
+from streaming.job.step import SOURCE_SCHEMA, ShardStep, StepConfig
 
 __all__ = ["OUTPUT_DDL", "STATE_DDL", "make_state_function"]
 
@@ -26,8 +26,8 @@ def make_state_function(config: StepConfig, timeout_ms: int):
         import pandas as pd
         import pyarrow as pa
 
-        from ..batch_sink import encode_health, encode_table
-        from ..packed import unpack
+        from streaming.job.batch_sink import encode_health, encode_table
+        from streaming.job.packed import unpack
 
         shard = int(key[0])
         stored = bytes(state.get[0]) if state.exists else None

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.runner import GroupscopeJob
+from streaming.job.runner import GroupscopeJob
 from streaming.simulator import Simulation, SimulationRunner
 from streaming.simulator.kafka_sink import KafkaSink
 from tests.dashboards.promtools import PrometheusProcess
@@ -51,7 +51,7 @@ class LiveJobMetrics:
         self.sim = Simulation(SCENARIOS, seed=3, offsets_partitions=OFFSETS_PARTITIONS,
                               start_ms=int(time.time() * 1000))
         self.sink = KafkaSink(bootstrap, create_topic=self.cluster_broker.create_topic)
-        # A 2 s heartbeat: "caught up" means everything up to one heartbeat ago is applied, and on two shared cores
+        # A 2 s heartbeat: "caught up" means everything up to one heartbeat ago is applied, and on two captures cores
         # a batch can take longer than a second while the simulator writes at 5x.
         settings = job_settings(bootstrap, Path(self._dir.name), cluster=self.cluster,
                                 metrics={"partition_metrics": True}, heartbeat={"interval_seconds": 2.0})

@@ -172,8 +172,8 @@ def test_image_installs_from_what_it_copies(tmp_path: Path):
     assert out.returncode == 0, out.stdout + out.stderr
     (wheel,) = (tmp_path / "dist").glob("groupscope-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("protocol/codec.py", "streaming/cli.py", "streaming/spark/job.py", "streaming/kafka/mock_cluster.py",
+    for module in ("protocol/codec.py", "streaming/commands/cli.py", "streaming/spark/job.py", "streaming/kafka/mock_cluster.py",
                    "streaming/simulator/real_consumers.py", "streaming/sinks/prometheus.py"):
         assert module in names, f"{module} missing from the image's install"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "groupscope = streaming.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "groupscope = streaming.commands.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

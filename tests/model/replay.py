@@ -1,4 +1,4 @@
-"""Replays the real Kafka 4.0 captures (``shared/conformance/kafka-4.0``) into the model, two ways.
+"""Replays the real Kafka 4.0 captures (``tests/data/conformance/kafka-4.0``) into the model, two ways.
 
 * ``raw``: every record below the snapshot's high watermark, with its batch header: transactional commits are held
   per producer id and control records go to ``replay_end_txn_marker`` (the segment-file path).
@@ -17,13 +17,13 @@ import pytest
 
 from protocol.codec import decode_record
 from streaming.model.shard import CoordinatorModel, ModelConfig
-from tests.conftest import shared_dir
+from tests.conftest import captures_dir
 
 MODES = ("raw", "read_committed")
 
 
 def scenario_names() -> list[str]:
-    root = shared_dir() / "conformance" / "kafka-4.0"
+    root = captures_dir() / "conformance" / "kafka-4.0"
     names = sorted(p.name for p in root.iterdir() if (p / "truth.json").exists())
     if not names:
         pytest.fail(f"no scenarios with truth.json under {root}")
@@ -34,7 +34,7 @@ def scenario_names() -> list[str]:
 def records(scenario: str) -> tuple:
     """``(partition, offset, timestamp, decoded or None, raw dict)`` sorted by partition and offset."""
     out = []
-    with open(shared_dir() / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
+    with open(captures_dir() / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
             rec = None
@@ -48,7 +48,7 @@ def records(scenario: str) -> tuple:
 
 @lru_cache(maxsize=None)
 def truth(scenario: str) -> dict:
-    with open(shared_dir() / "conformance" / "kafka-4.0" / scenario / "truth.json", encoding="utf-8") as fh:
+    with open(captures_dir() / "conformance" / "kafka-4.0" / scenario / "truth.json", encoding="utf-8") as fh:
         return json.load(fh)
 
 

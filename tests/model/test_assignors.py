@@ -1,7 +1,7 @@
 """Tests for streaming/model/assignors.py: Kafka's client-side partition assignors and assignment analysis.
 
 Three layers:
-1. The shared conformance cases (``shared/conformance/assignors.json``): exact answers for range/roundrobin,
+1. The shared conformance cases (``tests/data/conformance/assignors.json``): exact answers for range/roundrobin,
    named properties for the sticky ones. A missing file, an unknown case field or an unknown property name
    fails the run, so nothing in the file is silently ignored.
 2. Scenarios from Kafka's own assignor unit tests, restated as tables: each row says what Kafka's test asserts.
@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.conftest import captures_dir
 
 from streaming.model.assignors import (
     STRATEGIES,
@@ -127,17 +129,10 @@ def _converge(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 1. Conformance cases from shared/conformance/assignors.json
+# 1. Conformance cases from tests/data/conformance/assignors.json
 
 
-def _shared_dir() -> Path:
-    configured = os.environ.get("GROUPSCOPE_SHARED")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2].parent / "shared"
-
-
-CONFORMANCE_FILE = _shared_dir() / "conformance" / "assignors.json"
+CONFORMANCE_FILE = captures_dir() / "conformance" / "assignors.json"
 
 # Every field a case may carry. A new field in the file makes test_conformance_case fail until it is handled here.
 CASE_FIELDS = {
@@ -251,7 +246,7 @@ def test_conformance_case(case: Any) -> None:
     the settled assignment after the follow-up rebalances, the state the properties describe.
     """
     if isinstance(case, tuple) and case[0] == "unreadable":
-        pytest.fail(f"conformance file missing or unreadable (set GROUPSCOPE_SHARED): {case[1]}")
+        pytest.fail(f"conformance file missing or unreadable: {case[1]}")
     unknown = set(case) - CASE_FIELDS
     assert not unknown, f"case fields this test does not handle yet: {sorted(unknown)}"
     assert case["strategy"] in STRATEGIES, f"unknown strategy {case['strategy']!r}"

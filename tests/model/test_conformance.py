@@ -1,6 +1,6 @@
 """Acceptance: replaying real Kafka 4.0 ``__consumer_offsets`` data reproduces what the Admin API reported.
 
-For every snapshot of every scenario in ``shared/conformance/kafka-4.0/*/truth.json`` the model replays each offsets
+For every snapshot of every scenario in ``tests/data/conformance/kafka-4.0/*/truth.json`` the model replays each offsets
 partition up to the snapshot's high watermark and must reproduce, for every group, ``describe_consumer_groups``
 (type, state, assignor, members with ids, client ids, hosts, instance ids, assignments and target assignments),
 ``list_consumer_group_offsets`` and ``lag``; once from the raw log with Kafka's transactional replay and once from

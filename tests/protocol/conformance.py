@@ -1,4 +1,4 @@
-"""Loaders for the real Kafka 4.0 captures under ``shared/conformance/kafka-4.0``."""
+"""Loaders for the real Kafka 4.0 captures under ``tests/data/conformance/kafka-4.0``."""
 
 from __future__ import annotations
 
@@ -33,25 +33,25 @@ class CapturedRecord:
         return bool(self.raw["batch"]["is_control"])
 
 
-def scenarios(shared: Path) -> list[Path]:
-    found = sorted(p for p in (shared / "conformance" / "kafka-4.0").iterdir() if (p / "records.jsonl").exists())
+def scenarios(captures: Path) -> list[Path]:
+    found = sorted(p for p in (captures / "conformance" / "kafka-4.0").iterdir() if (p / "records.jsonl").exists())
     assert found, "no kafka-4.0 scenarios found"
     return found
 
 
-def captured_records(shared: Path) -> Iterator[CapturedRecord]:
-    for scenario in scenarios(shared):
+def captured_records(captures: Path) -> Iterator[CapturedRecord]:
+    for scenario in scenarios(captures):
         with open(scenario / "records.jsonl", encoding="utf-8") as fh:
             for line in fh:
                 raw = json.loads(line)
                 yield CapturedRecord(scenario.name, raw["partition"], raw["offset"], raw)
 
 
-def dumplog_reference(shared: Path) -> dict[tuple[str, int, int], tuple[Any, Any]]:
+def dumplog_reference(captures: Path) -> dict[tuple[str, int, int], tuple[Any, Any]]:
     """``(scenario, partition, offset) -> (key object, payload object or "<DELETE>")`` from Kafka's own tool,
     and ``("marker", type, epoch)`` tuples for transaction markers."""
     ref: dict[tuple[str, int, int], tuple[Any, Any]] = {}
-    for scenario in scenarios(shared):
+    for scenario in scenarios(captures):
         for path in sorted((scenario / "dumplog").glob("*.txt")):
             partition = int(re.search(r"__consumer_offsets-(\d+)\.", path.name).group(1))  # type: ignore[union-attr]
             for line in path.read_text(encoding="utf-8").splitlines():
@@ -69,13 +69,13 @@ def dumplog_reference(shared: Path) -> dict[tuple[str, int, int], tuple[Any, Any
     return ref
 
 
-def rebuild_segments(shared: Path, scenario: str, out_dir: Path) -> list[Path]:
+def rebuild_segments(captures: Path, scenario: str, out_dir: Path) -> list[Path]:
     """Writes the scenario's records back into ``__consumer_offsets-N/00000000000000000000.log`` files, batch by
     batch as the broker wrote them (same offsets, timestamps, producer ids, transactional and control flags)."""
     from protocol.batch import ControlType, LogRecord, encode_batch, encode_control_batch
 
     batches: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    with open(shared / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
+    with open(captures / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
         for line in fh:
             raw = json.loads(line)
             batches.setdefault((raw["partition"], raw["batch"]["base_offset"]), []).append(raw)

@@ -47,8 +47,8 @@ def check(keys, values):
     return rows
 
 
-def test_capture_decodes_like_decode_record(shared):
-    recs = [r for r in captured_records(shared) if not r.is_control]
+def test_capture_decodes_like_decode_record(captures):
+    recs = [r for r in captured_records(captures) if not r.is_control]
     rows = check(pa.array([r.key for r in recs], pa.binary()), pa.array([r.value for r in recs], pa.binary()))
     members = [row for row, r in zip(rows, recs) if r.key[1] == 2 and r.value is not None and row["members"]]
     assert members, "classic group rows carry their members"

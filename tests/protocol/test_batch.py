@@ -8,13 +8,14 @@ import collections
 import json
 import struct
 import zlib
+from pathlib import Path
 
 import cramjam
 import pytest
-
-from tests.conftest import shared_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.conftest import captures_dir
 
 from protocol import batch as batch_module
 from protocol._compression import compress, decompress
@@ -252,7 +253,7 @@ def test_decode_control_record_rejects(key, value, match):
 
 def _captured_batches() -> dict[tuple[str, int, str], list[tuple[dict, list[dict]]]]:
     """``(scenario, partition, segment) -> [(batch header, records)]`` in file order, from records.jsonl."""
-    files = sorted((shared_dir() / "conformance" / "kafka-4.0").glob("*/records.jsonl"))
+    files = sorted((captures_dir() / "conformance" / "kafka-4.0").glob("*/records.jsonl"))
     assert files, "no records.jsonl under conformance/kafka-4.0"
     grouped: dict[tuple[str, int, str, int], list[dict]] = collections.defaultdict(list)
     for path in files:
@@ -270,13 +271,43 @@ def _captured_batches() -> dict[tuple[str, int, str], list[tuple[dict, list[dict
     return logs
 
 
-def test_missing_shared_data_fails_not_skips(monkeypatch, tmp_path):
-    monkeypatch.setenv("GROUPSCOPE_SHARED", str(tmp_path / "nowhere"))
-    with pytest.raises(pytest.fail.Exception, match="GROUPSCOPE_SHARED"):
-        shared_dir()
-    (tmp_path / "conformance" / "kafka-4.0").mkdir(parents=True)
-    monkeypatch.setenv("GROUPSCOPE_SHARED", str(tmp_path))
-    assert shared_dir() == tmp_path
+def test_captures_unpack_once_and_again_when_changed(tmp_path):
+    import io
+    import tarfile
+
+    import cramjam
+
+    from tests.conftest import unpack
+
+    def archive(text: str) -> Path:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo("conformance/kafka-4.0/x.txt")
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text.encode()))
+        path = tmp_path / "a.tar.zst"
+        path.write_bytes(bytes(cramjam.zstd.compress(buf.getvalue())))
+        return path
+
+    into = tmp_path / "unpacked"
+    unpack(archive("one"), into)
+    assert (into / "conformance" / "kafka-4.0" / "x.txt").read_text() == "one"
+    (into / "conformance" / "kafka-4.0" / "x.txt").write_text("edited")
+    unpack(archive("one"), into)  # same archive: left alone
+    assert (into / "conformance" / "kafka-4.0" / "x.txt").read_text() == "edited"
+    unpack(archive("two"), into)  # a new archive replaces the folder
+    assert (into / "conformance" / "kafka-4.0" / "x.txt").read_text() == "two"
+
+
+def test_unreadable_captures_fail_not_skip(monkeypatch, tmp_path):
+    import tests.conftest as conftest
+
+    bad = tmp_path / "broken.tar.zst"
+    bad.write_bytes(b"not zstd")
+    monkeypatch.setattr(conftest, "ARCHIVE", bad)
+    monkeypatch.setattr(conftest, "UNPACKED", tmp_path / "out")
+    with pytest.raises(pytest.fail.Exception, match="cannot unpack"):
+        conftest.captures_dir()
 
 
 def _hex(value: str | None) -> bytes | None:

@@ -14,13 +14,13 @@ from .conformance import captured_records, dumplog_reference
 
 
 @pytest.fixture(scope="module")
-def records(shared):
-    return list(captured_records(shared))
+def records(captures):
+    return list(captured_records(captures))
 
 
 @pytest.fixture(scope="module")
-def reference(shared):
-    return dumplog_reference(shared)
+def reference(captures):
+    return dumplog_reference(captures)
 
 
 def test_capture_is_not_empty(records, reference):

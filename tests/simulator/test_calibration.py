@@ -1,4 +1,4 @@
-"""Calibration of the simulator against the real-Kafka verdict recordings (``shared/conformance/verdicts``).
+"""Calibration of the simulator against the real-Kafka verdict recordings (``tests/data/conformance/verdicts``).
 
 The simulator's scenarios share the model's assumptions, so on their own they prove nothing. Here every scenario with
 a real counterpart is run, written as a recording folder (the real recordings' layout), replayed through the job's
@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 from protocol.codec import decode_record
-from streaming.recording import load_recording, replay_recording
+from streaming.offline.recording import load_recording, replay_recording
 from streaming.simulator import Simulation
 from streaming.simulator.recording import write_recording
 from streaming.simulator.scenarios import (
@@ -53,10 +53,10 @@ from streaming.simulator.scenarios import (
     ROLLING_RESTARTS_S,
     STORM_FLAPPING_S,
 )
-from tests.conftest import shared_dir
+from tests.conftest import captures_dir
 from tests.verdicts.labels import check_labels
 
-REAL = shared_dir() / "conformance" / "verdicts"
+REAL = captures_dir() / "conformance" / "verdicts"
 SEEDS = (1, 2, 3)
 NOT_HEALTHY = ["STOP", "STALL", "REWIND"]
 
@@ -286,9 +286,9 @@ def test_kip848_churn_like_kip848_storm_and_rolling(tmp_path, seed):
 
 def test_demo_storm_scenario_reports_a_storm(tmp_path):
     # What `groupscope demo` runs (every scenario, its seed) judged with the demo's model settings and heartbeat
-    # interval (streaming/demo.py run_demo).
+    # interval (streaming/commands/demo_stack.py run_demo).
     from streaming.config import load_settings
-    from streaming.demo import DemoOptions
+    from streaming.commands.demo_stack import DemoOptions
     from streaming.spark.job import step_config
 
     opts = DemoOptions()

@@ -1,4 +1,4 @@
-"""Simulated records pass the same checks as real Kafka's: compared with ``shared/conformance/kafka-4.0``.
+"""Simulated records pass the same checks as real Kafka's: compared with ``tests/data/conformance/kafka-4.0``.
 
 What "pattern" means here, precisely. Every record is reduced to a *signature* (:func:`record_signature`):
 
@@ -96,11 +96,11 @@ def batch_shape(recs) -> tuple:
     return tuple(out)
 
 
-def captured(shared, scenario: str, groups: set[str]):
+def captured(captures, scenario: str, groups: set[str]):
     """(signatures, batch shapes) of the real records of ``groups``."""
     sigs, shapes = set(), set()
     batches = defaultdict(list)
-    with open(shared / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
+    with open(captures / "conformance" / "kafka-4.0" / scenario / "records.jsonl", encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
             b = r["batch"]
@@ -150,8 +150,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("sim_scenarios, sim_groups, capture, real_groups", CASES)
-def test_simulated_records_look_like_real_ones(shared, sim_scenarios, sim_groups, capture, real_groups):
-    real_sigs, real_shapes = captured(shared, capture, real_groups)
+def test_simulated_records_look_like_real_ones(captures, sim_scenarios, sim_groups, capture, real_groups):
+    real_sigs, real_shapes = captured(captures, capture, real_groups)
     sim_sigs, sim_shapes = simulated(sim_scenarios, sim_groups)
     # offset-commit signatures that depend only on the client's commit mode: compare the mode-free part
     assert sim_sigs - real_sigs == set(), "record patterns the real broker never wrote"
@@ -161,9 +161,9 @@ def test_simulated_records_look_like_real_ones(shared, sim_scenarios, sim_groups
     assert missing == set(), "real record patterns the simulator never produced"
 
 
-def test_transactional_batches_look_like_real_ones(shared):
+def test_transactional_batches_look_like_real_ones(captures):
     # TxnOffsetCommit batches: transactional, producer id set, base sequence 0, v3 values, no leader epoch
-    real_sigs, real_shapes = captured(shared, "d_transactions", {"sd-txn-classic", "sd-txn-consumer"})
+    real_sigs, real_shapes = captured(captures, "d_transactions", {"sd-txn-classic", "sd-txn-consumer"})
     sim_sigs, sim_shapes = simulated(["transactional"], {"txn-classic", "txn-consumer"}, 20)
     assert {s for s in sim_sigs if s[0] == 1} == {s for s in real_sigs if s[0] == 1}
     assert sim_shapes - real_shapes == set()

@@ -28,10 +28,10 @@ def test_hot_path_offset_commit_bytes_equal_the_builders():
     assert (key, value) == want
 
 
-def test_member_order_is_java_hashmap_order_as_in_the_captures(shared):
+def test_member_order_is_java_hashmap_order_as_in_the_captures(captures):
     # Every GroupMetadataValue the real broker wrote lists its members in HashMap iteration order.
     checked = 0
-    with open(shared / "conformance" / "kafka-4.0" / "a_classic" / "records.jsonl", encoding="utf-8") as fh:
+    with open(captures / "conformance" / "kafka-4.0" / "a_classic" / "records.jsonl", encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
             if r["key_version"] != 2 or r["value_hex"] is None:

@@ -10,11 +10,11 @@ from click.testing import CliRunner
 
 from streaming.model.describe import describe
 from streaming.model.shard import CoordinatorModel
-from streaming.recording import load_recording
-from streaming.simulate_command import simulate
+from streaming.offline.recording import load_recording
+from streaming.commands.simulate import simulate
 from streaming.simulator import MemorySink, RecordingSink, Simulation, project, write_recording
 from streaming.simulator.sinks import Append, Marker
-from tests.conftest import shared_dir
+from tests.conftest import captures_dir
 
 
 def _lines(path):
@@ -24,7 +24,7 @@ def _lines(path):
 def test_records_have_the_real_recordings_fields(tmp_path):
     folder = write_recording(Simulation(["steady", "transactional"], seed=2), tmp_path / "rec", 30_000)
     ours = _lines(folder / "records.jsonl")
-    real = json.loads(open(shared_dir() / "conformance" / "verdicts" / "storm_crashloop" / "records.jsonl").readline())
+    real = json.loads(open(captures_dir() / "conformance" / "verdicts" / "storm_crashloop" / "records.jsonl").readline())
     # every field the loader reads, with the real recordings' names and nesting
     for r in ours:
         assert {"partition", "offset", "timestamp", "key_hex", "value_hex", "control", "batch"} <= set(r)

@@ -13,7 +13,7 @@ import pytest
 from protocol.codec import decode_record
 from streaming.model.describe import describe
 from streaming.model.shard import CoordinatorModel
-from streaming.segment_replay import replay_segments
+from streaming.offline.segment_replay import replay_segments
 from streaming.simulator import (
     MemorySink,
     SegmentSink,

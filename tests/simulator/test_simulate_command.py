@@ -6,8 +6,8 @@ import time
 
 from click.testing import CliRunner
 
-from streaming.segment_replay import replay_segments
-from streaming.simulate_command import simulate
+from streaming.offline.segment_replay import replay_segments
+from streaming.commands.simulate import simulate
 from streaming.simulator import MemorySink, SegmentSink, Simulation, SimulationRunner
 
 

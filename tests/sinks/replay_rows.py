@@ -1,9 +1,9 @@
 """Realistic sink input: the real Kafka 4.0 captures replayed step by step into the model, turned into table rows.
 
-Each :class:`ScenarioReplay` advances one scenario (``shared/conformance/kafka-4.0``) snapshot by snapshot, the way
+Each :class:`ScenarioReplay` advances one scenario (``tests/data/conformance/kafka-4.0``) snapshot by snapshot, the way
 the Spark job's read_committed source sees ``__consumer_offsets`` (``tests.model.replay``), applies heartbeats
 built from the snapshot's real end offsets, and returns what the stateful step would hand the driver: ``GROUPS``,
-``LAG`` and ``GROUP_EVENTS`` rows (``streaming.tables``) plus the ``__consumer_offsets`` read positions for the
+``LAG`` and ``GROUP_EVENTS`` rows (``streaming.schema.tables``) plus the ``__consumer_offsets`` read positions for the
 monitor's own health. The Prometheus sink tests and the dashboard tests both feed on it.
 """
 

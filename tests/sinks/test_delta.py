@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.sinks.delta import DeltaSink
-from streaming.tables import COMMITS, GROUPS
+from streaming.schema.tables import COMMITS, GROUPS
 
 
 def commits(n: int, start: int = 0) -> pa.Table:

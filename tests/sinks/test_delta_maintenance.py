@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from streaming.config import DeltaMaintenanceSettings
 from streaming.sinks.delta import DeltaSink
 from streaming.sinks.delta_maintenance import DeltaMaintenance, maintain_table, on_disk_files
-from streaming.tables import TABLES
+from streaming.schema.tables import TABLES
 from tests.cli_helpers import run_cli
 
 DAY0 = dt.date(2026, 1, 1)

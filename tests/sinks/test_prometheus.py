@@ -30,7 +30,7 @@ from streaming.sinks.prometheus import (
     MonitorHealth,
     OffsetsPartitionHealth,
 )
-from streaming.step import StepHealth
+from streaming.job.step import StepHealth
 from tests.dashboards.promtools import require, run
 from tests.model.replay import truth
 from tests.sinks.replay_rows import ScenarioReplay
@@ -688,13 +688,13 @@ def test_scrapes_during_batches_see_whole_batches():
 def test_feed_reports_records_of_the_offsets_topic_per_second(monkeypatch):
     """The input rate counts decoded __consumer_offsets records over the time between batches (Spark's own row
     rates would count the source's packed chunks)."""
-    from streaming.batch_sink import BatchResult
+    from streaming.job.batch_sink import BatchResult
     from streaming.config import load_settings
-    from streaming.metrics_feed import MetricsFeed
-    from streaming.runner import JobStatus
+    from streaming.job.metrics_feed import MetricsFeed
+    from streaming.job.runner import JobStatus
 
     clock = iter([1000.0, 1002.0, 1006.0])
-    monkeypatch.setattr("streaming.metrics_feed.time.time", lambda: next(clock))
+    monkeypatch.setattr("streaming.job.metrics_feed.time.time", lambda: next(clock))
     status = JobStatus(batch_duration_s=0.5)
     feed = MetricsFeed(load_settings(None, {"metrics": {"port": 0, "host": "127.0.0.1"}}), status)
     feed.apply(BatchResult(0, health=[step(0, records=300), step(1, records=200)]))

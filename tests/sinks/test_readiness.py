@@ -14,10 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from streaming.config import load_settings
 from streaming.kafka.heartbeat import HeartbeatEmitter
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.metrics_feed import MetricsFeed
-from streaming.runner import JobStatus
+from streaming.job.metrics_feed import MetricsFeed
+from streaming.job.runner import JobStatus
 from streaming.sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
-from streaming.step import StepHealth
+from streaming.job.step import StepHealth
 
 NOW = 1_795_311_000.0
 

@@ -18,8 +18,8 @@ OFFSETS = "__consumer_offsets"
 HEARTBEAT = "groupscope-heartbeat"
 
 
-def capture_rows(shared: Path, scenario: str) -> list[dict]:
-    rows = [json.loads(line) for line in open(shared / "conformance" / "kafka-4.0" / scenario / "records.jsonl")]
+def capture_rows(captures: Path, scenario: str) -> list[dict]:
+    rows = [json.loads(line) for line in open(captures / "conformance" / "kafka-4.0" / scenario / "records.jsonl")]
     return sorted(rows, key=lambda r: (r["partition"], r["offset"]))
 
 

@@ -55,7 +55,7 @@ def test_the_job_waits_for_consumer_offsets_and_becomes_ready_when_it_appears(tm
             "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 1.0},
         }))
         log = tmp_path / "job.log"
-        job = subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "--config", str(config)], cwd=REPO,
+        job = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--config", str(config)], cwd=REPO,
                                stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
         try:
             time.sleep(12)  # several polls of the metadata

@@ -14,7 +14,7 @@ import pytest
 from protocol.codec import decode_record
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.model.describe import describe
-from streaming.runner import GroupscopeJob
+from streaming.job.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
 from .harness import HEARTBEAT, OFFSETS, capture_rows, fill_topic, job_settings, oracle_model, produce_capture, read_committed
@@ -25,7 +25,7 @@ TOPICS = {"sa-orders": 6, "sa-payments": 3, "sc-alpha": 6, "sc-beta": 3, "sd-in"
 
 
 @pytest.fixture(scope="module")
-def cluster(shared):
+def cluster(captures):
     with MockCluster(1) as mc:
         mc.create_topic(OFFSETS, 50)
         mc.create_topic(HEARTBEAT, 1)
@@ -35,7 +35,7 @@ def cluster(shared):
                 fill_topic(mc.bootstrap_servers, topic, p, 50 + 7 * p)
         produced = 0
         for scenario in ("a_classic", "c_consumer_protocol", "d_transactions"):
-            produced += produce_capture(mc.bootstrap_servers, capture_rows(shared, scenario), txn_prefix=scenario)
+            produced += produce_capture(mc.bootstrap_servers, capture_rows(captures, scenario), txn_prefix=scenario)
         mc.produced = produced
         yield mc
 
@@ -84,9 +84,9 @@ def test_commits_table_holds_every_visible_commit_exactly_once(cluster, job_run)
         assert row["committed_offset"] == (None if rec.value is None else rec.value.offset)
 
 
-def test_aborted_transactional_commits_never_reach_the_tables(shared, job_run):
+def test_aborted_transactional_commits_never_reach_the_tables(captures, job_run):
     _, delta = job_run
-    rows = capture_rows(shared, "d_transactions")
+    rows = capture_rows(captures, "d_transactions")
     aborted = set()
     committed = set()
     for r in rows:

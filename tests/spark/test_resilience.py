@@ -13,7 +13,7 @@ from protocol import partition_for
 from protocol.builders import new_offset_commit
 from protocol.codec import encode_record
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.runner import GroupscopeJob
+from streaming.job.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
 from .harness import HEARTBEAT, OFFSETS, job_settings

@@ -48,7 +48,7 @@ def commit_stream(bootstrap: str, stop: threading.Event, total: int) -> None:
 
 
 def start_job(config: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "--config", str(config)], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--config", str(config)], cwd=REPO,
                             stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -10,8 +10,8 @@ from tests.cli_helpers import REPO, run_cli
 from tests.protocol.conformance import dumplog_reference
 
 
-def test_kafka_format_matches_dump_log_for_every_record(shared, segment_dirs):
-    reference = dumplog_reference(shared)
+def test_kafka_format_matches_dump_log_for_every_record(captures, segment_dirs):
+    reference = dumplog_reference(captures)
     seen = set()
     for scenario, directory in segment_dirs.items():
         result = run_cli("decode", "--format", "kafka", str(directory))

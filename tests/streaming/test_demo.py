@@ -55,7 +55,7 @@ def _env(tmp_path) -> dict[str, str]:
 
 
 def _demo_args(*extra: str) -> list[str]:
-    return [sys.executable, "-m", "streaming.cli", "demo", "--metrics-port", "0", *extra]
+    return [sys.executable, "-m", "streaming.commands.cli", "demo", "--metrics-port", "0", *extra]
 
 
 def start_in_terminal(tmp_path, *extra: str) -> Run:
@@ -159,7 +159,7 @@ def test_demo_in_a_terminal_twice_and_under_a_pipe(tmp_path):
 
     # The demo's data sits in the user's state folder, marked as the demo's and ignored by git.
     assert (data / "delta" / "groups").is_dir() and (data / ".gitignore").read_text() == "*\n"
-    status = subprocess.run([sys.executable, "-m", "streaming.cli", "status", "--json"], cwd=tmp_path,
+    status = subprocess.run([sys.executable, "-m", "streaming.commands.cli", "status", "--json"], cwd=tmp_path,
                             env=_env(tmp_path), capture_output=True, text=True, timeout=120)
     assert status.returncode == 0, status.stderr
     assert '"group": "storm"' in status.stdout and "demo's tables" in status.stderr

@@ -15,7 +15,7 @@ EXPECTED = "cannot reach Kafka at 127.0.0.1:1: connection refused ("
 
 def _run(*args: str, tmp_path) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "streaming.cli", *args], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "streaming.commands.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     return proc, time.monotonic() - started
 
@@ -87,7 +87,7 @@ def test_run_names_the_metrics_port_in_use(tmp_path):
 def test_the_job_log_keeps_py4j_quiet():
     import logging
 
-    from streaming.run_command import configure_logging
+    from streaming.commands.run import configure_logging
 
     configure_logging("info")
     assert logging.getLogger("py4j.clientserver").getEffectiveLevel() == logging.WARNING

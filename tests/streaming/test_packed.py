@@ -7,8 +7,8 @@ import random
 
 import pyarrow as pa
 
-from streaming.packed import PACKED_SCHEMA, pack, unpack
-from streaming.tables import SOURCE
+from streaming.job.packed import PACKED_SCHEMA, pack, unpack
+from streaming.schema.tables import SOURCE
 
 
 def _batch(rows: list[tuple[str, int, int]]) -> pa.RecordBatch:

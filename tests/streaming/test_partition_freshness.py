@@ -10,14 +10,14 @@ import pyarrow as pa
 
 from protocol.builders import new_offset_commit
 from protocol.codec import encode_record
-from streaming.batch_sink import BatchSink, encode_health, encode_table
+from streaming.job.batch_sink import BatchSink, encode_health, encode_table
 from streaming.config import load_settings
-from streaming.heartbeat_format import encode_heartbeats
-from streaming.metrics_feed import MetricsFeed
-from streaming.runner import JobStatus
+from streaming.schema.heartbeat_format import encode_heartbeats
+from streaming.job.metrics_feed import MetricsFeed
+from streaming.job.runner import JobStatus
 from streaming.sinks.delta import DeltaSink
-from streaming.step import METRICS_PARTITIONS, ShardStep, StepConfig
-from streaming.tables import SOURCE
+from streaming.job.step import METRICS_PARTITIONS, ShardStep, StepConfig
+from streaming.schema.tables import SOURCE
 
 SHARD = 5
 T0 = 1_767_225_600_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from streaming.status_view import sort_by_severity, status_table, verdict_columns
+from streaming.commands.status_view import sort_by_severity, status_table, verdict_columns
 
 
 def row(group: str, status: str, lag: int, **g) -> dict:

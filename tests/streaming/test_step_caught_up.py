@@ -10,9 +10,9 @@ import pyarrow as pa
 
 from protocol.builders import new_offset_commit
 from protocol.codec import encode_record
-from streaming.heartbeat_format import encode_heartbeats
-from streaming.step import ShardStep, StepConfig
-from streaming.tables import SOURCE
+from streaming.schema.heartbeat_format import encode_heartbeats
+from streaming.job.step import ShardStep, StepConfig
+from streaming.schema.tables import SOURCE
 
 SHARD = 3
 T0 = 1_767_225_600_000

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from streaming.recording import TimelineEntry
+from streaming.offline.recording import TimelineEntry
 
 __all__ = ["LabelResult", "check_labels", "status_stretches"]
 

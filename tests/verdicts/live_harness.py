@@ -1,8 +1,8 @@
 """Plays a recording into the *live* job, one end-offset sample per micro-batch, exactly as the offline replay
-(:func:`streaming.recording.replay.replay_events`) feeds the job's step.
+(:func:`streaming.offline.recording.replay.replay_events`) feeds the job's step.
 
 The broker is librdkafka's mock cluster (a Kafka-protocol broker over TCP); the job is the real
-:class:`streaming.runner.GroupscopeJob` (groupscope_kafka source, local Spark, ``applyInPandasWithState``, Delta sink),
+:class:`streaming.job.runner.GroupscopeJob` (groupscope_kafka source, local Spark, ``applyInPandasWithState``, Delta sink),
 with its own heartbeat emitter disabled so the only heartbeats are the recording's samples.
 
 Pacing. The replay hands the step one micro-batch per sample: the records with ``timestamp <= t_ms`` not yet given,
@@ -25,12 +25,12 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from streaming.batch_sink import BatchResult
+from streaming.job.batch_sink import BatchResult
 from streaming.config import Settings, load_settings
-from streaming.heartbeat_format import encode_heartbeats
+from streaming.schema.heartbeat_format import encode_heartbeats
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.recording.load import EndOffsetSample, OffsetsRecord, Recording
-from streaming.runner import GroupscopeJob
+from streaming.offline.recording.load import EndOffsetSample, OffsetsRecord, Recording
+from streaming.job.runner import GroupscopeJob
 
 __all__ = ["OFFSETS_PARTITIONS", "LiveRun", "live_settings", "play_live", "sample_batches"]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from streaming.recording import load_recording
-from streaming.recording.replay import replay_batches
+from streaming.offline.recording import load_recording
+from streaming.offline.recording.replay import replay_batches
 from streaming.sinks.prometheus import MetricsServer, MetricsState
-from streaming.step import StepConfig
-from tests.conftest import shared_dir
+from streaming.job.step import StepConfig
+from tests.conftest import captures_dir
 from tests.dashboards.promtools import require, run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def promtool_values(values: list[float]) -> str:
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_storm_alert_on_replayed_recording(name: str, tmp_path: Path):
     promtool = require("promtool")
-    path = shared_dir() / "conformance" / "verdicts" / name
+    path = captures_dir() / "conformance" / "verdicts" / name
     labels = json.loads((path / "labels.json").read_text())
     series, points = scraped_series(path)
     storm_groups = {lb["group"] for lb in labels["labels"] if lb.get("expect") == "storm"}

@@ -10,10 +10,10 @@ import pytest
 
 from protocol import builders as b
 from protocol.codec import encode_record
-from streaming.recording import load_recording
-from streaming.recording.replay import _source_rows, replay_batches, replay_events
-from streaming.step import ShardStep, StepConfig
-from tests.conftest import shared_dir
+from streaming.offline.recording import load_recording
+from streaming.offline.recording.replay import _source_rows, replay_batches, replay_events
+from streaming.job.step import ShardStep, StepConfig
+from tests.conftest import captures_dir
 
 from .test_recordings import DIRS
 
@@ -55,7 +55,7 @@ def _replay_with_restarts(rec, restart_every: int | None) -> tuple[list[dict], d
 def test_restarts_change_no_event_and_no_counter(name):
     """A job restarted every 7 s (state saved and restored, as Spark's state store does) writes exactly the events
     and verdict counters of one that never stopped."""
-    rec = load_recording(shared_dir() / "conformance" / "verdicts" / name)
+    rec = load_recording(captures_dir() / "conformance" / "verdicts" / name)
     straight, groups = _replay_with_restarts(rec, None)
     restarted, groups_r = _replay_with_restarts(rec, 7)
     assert restarted == straight

@@ -1,6 +1,6 @@
 """The live path: the streaming job itself (groupscope_kafka source over a Kafka-protocol broker, local Spark,
 ``applyInPandasWithState``, Delta sink) turns a real Kafka 4.0 recording into the same verdict timeline as the
-offline replay of that recording (:func:`streaming.recording.replay_recording`).
+offline replay of that recording (:func:`streaming.offline.recording.replay_recording`).
 
 The recording's ``__consumer_offsets`` records are produced into librdkafka's mock cluster at their own partitions,
 offsets and timestamps, one end-offset sample at a time, each followed by one heartbeat carrying the sample, and the
@@ -18,11 +18,11 @@ import shutil
 import pytest
 from deltalake import DeltaTable
 
-from streaming.recording import load_recording, replay_recording
-from streaming.recording.replay import replay_events, timeline_from_events
+from streaming.offline.recording import load_recording, replay_recording
+from streaming.offline.recording.replay import replay_events, timeline_from_events
 from streaming.spark.job import step_config
-from streaming.step import StepConfig
-from tests.conftest import shared_dir
+from streaming.job.step import StepConfig
+from tests.conftest import captures_dir
 
 from .live_harness import live_settings, play_live, sample_batches, timeline_diff
 
@@ -40,7 +40,7 @@ def _java_available() -> bool:
 
 
 def recording_path(name: str):
-    path = shared_dir() / "conformance" / "verdicts" / name
+    path = captures_dir() / "conformance" / "verdicts" / name
     if not path.is_dir():
         pytest.fail(f"recording {name} not found at {path}")
     return path

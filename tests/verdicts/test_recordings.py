@@ -1,7 +1,7 @@
 """Acceptance: every real Kafka recording, replayed through the job's own step, meets every label in its
 ``labels.json`` (verdicts an SRE expects, derived from what the recording's clients did, never from a monitor).
 
-Recordings are read from ``shared/conformance/verdicts/`` and, when ``GROUPSCOPE_VERDICT_RECORDINGS`` names a folder,
+Recordings are read from ``tests/data/conformance/verdicts/`` and, when ``GROUPSCOPE_VERDICT_RECORDINGS`` names a folder,
 from there too (newer recordings, the same layout). Each scenario prints its table: one line per label with PASS or
 FAIL, then the verdict timeline (status changes and rebalance verdicts) next to it, seconds after the scenario start.
 """
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from streaming.recording import load_recording, replay_recording
-from tests.conftest import shared_dir
+from streaming.offline.recording import load_recording, replay_recording
+from tests.conftest import captures_dir
 
 from .labels import check_labels
 
 
 def recording_dirs() -> list[Path]:
-    roots = [shared_dir() / "conformance" / "verdicts"]
+    roots = [captures_dir() / "conformance" / "verdicts"]
     extra = os.environ.get("GROUPSCOPE_VERDICT_RECORDINGS")
     if extra:
         roots.append(Path(extra))
@@ -54,7 +54,7 @@ def test_recording_meets_every_label(path: Path):
 
 def test_labels_checker_can_fail():
     """The checker is not vacuous: a timeline with the storm removed, or a status flipped, fails its labels."""
-    path = shared_dir() / "conformance" / "verdicts" / "storm_crashloop"
+    path = captures_dir() / "conformance" / "verdicts" / "storm_crashloop"
     labels = json.loads((path / "labels.json").read_text())
     timeline = replay_recording(load_recording(path))
     assert all(r.ok for r in check_labels(timeline, labels))

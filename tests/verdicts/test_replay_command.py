@@ -6,14 +6,14 @@ import json
 
 from click.testing import CliRunner
 
-from streaming.cli import cli
-from tests.conftest import shared_dir
+from streaming.commands.cli import cli
+from tests.conftest import captures_dir
 
 FIELDS = ["t_ms", "group", "scope", "topic", "partition", "verdict", "previous", "reason"]
 
 
 def test_replay_prints_the_timeline_as_json_lines():
-    path = shared_dir() / "conformance" / "verdicts" / "storm_crashloop"
+    path = captures_dir() / "conformance" / "verdicts" / "storm_crashloop"
     labels = json.loads((path / "labels.json").read_text())
     result = CliRunner().invoke(cli, ["replay", str(path)])
     assert result.exit_code == 0, result.output
@@ -27,7 +27,7 @@ def test_replay_prints_the_timeline_as_json_lines():
 
 
 def test_replay_of_one_group_only():
-    path = shared_dir() / "conformance" / "verdicts" / "stalled_consumer"
+    path = captures_dir() / "conformance" / "verdicts" / "stalled_consumer"
     result = CliRunner().invoke(cli, ["replay", str(path), "--group", "stl-stall"])
     assert result.exit_code == 0
     assert {json.loads(line)["group"] for line in result.output.splitlines()} == {"stl-stall"}

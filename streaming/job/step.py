@@ -30,11 +30,11 @@ from protocol.arrow import decode_arrow
 from protocol.codec import decode_record
 from protocol.errors import CodecError
 
-from .heartbeat_format import HeartbeatError, decode_heartbeat
-from .model import events as ev
-from .model.lag import EndOffsetSample
-from .model.shard import GroupCoordinatorShard, ModelConfig
-from .tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, SOURCE, TS, event_row, group_row, partition_rows
+from streaming.schema.heartbeat_format import HeartbeatError, decode_heartbeat
+from streaming.model import events as ev
+from streaming.model.lag import EndOffsetSample
+from streaming.model.shard import GroupCoordinatorShard, ModelConfig
+from streaming.schema.tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, SOURCE, TS, event_row, group_row, partition_rows
 
 __all__ = ["StepConfig", "StepHealth", "ShardStep", "SOURCE_SCHEMA", "METRICS_PARTITIONS"]
 

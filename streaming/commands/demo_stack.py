@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import load_settings
+from streaming.config import load_settings
 
 __all__ = ["DemoOptions", "run_demo", "default_demo_dir", "prepare_demo_dir", "DemoDirError"]
 
@@ -89,7 +89,7 @@ def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dic
     """The live view's rows, worst first. ``gone``: rows of groups seen earlier that the job no longer reports
     (deleted by DeleteGroups or by their last offsets expiring); they stay listed, marked deleted, so a group that
     vanishes says why."""
-    from .status_view import sort_by_severity, verdict_columns
+    from streaming.commands.status_view import sort_by_severity, verdict_columns
 
     rows = []
     for gid, g in view.groups.items():
@@ -133,10 +133,10 @@ def _progress_line(job, started: float, sim) -> str:
 def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None) -> int:
     """Runs the demo until Ctrl-C or ``options.duration_s`` (counted from this call). ``echo``: status lines;
     ``out``: the stream of the view (default stdout; a live view when it is a terminal, else a plain summary)."""
-    from .kafka.mock_cluster import MockCluster
-    from .runner import GroupscopeJob
-    from .simulator import Simulation, SimulationRunner, resolve
-    from .simulator.kafka_sink import KafkaSink
+    from streaming.kafka.mock_cluster import MockCluster
+    from streaming.job.runner import GroupscopeJob
+    from streaming.simulator import Simulation, SimulationRunner, resolve
+    from streaming.simulator.kafka_sink import KafkaSink
 
     started = time.monotonic()
     deadline = None if options.duration_s is None else started + options.duration_s
@@ -206,7 +206,7 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
 
 def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:
     """The view without a terminal (a pipe, a log file): the progress line and one fixed-width line per group."""
-    from .status_view import format_lag_seconds
+    from streaming.commands.status_view import format_lag_seconds
 
     lines = [progress, f"{'GROUP':<24} {'STATE':<11} {'MEMBERS':>7} {'LAG':>9} {'LAG SECS':>9} {'STATUS':<6} "
                        f"{'VERDICT':<16} WHY"]
@@ -224,7 +224,7 @@ def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out)
     from rich.live import Live
     from rich.text import Text
 
-    from .status_view import status_table
+    from streaming.commands.status_view import status_table
 
     gone: dict[str, dict[str, Any]] = {}
 

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from .load import RecordingError, load_recording
-from .replay import replay_recording
+from streaming.offline.recording.load import RecordingError, load_recording
+from streaming.offline.recording.replay import replay_recording
 
 __all__ = ["replay"]
 
@@ -23,7 +23,7 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...]) -> 
     Prints one JSON line per verdict change: {"t_ms", "group", "scope", "topic", "partition", "verdict",
     "previous", "reason"}, on the recording's own clock.
     """
-    from ..step import StepConfig
+    from streaming.job.step import StepConfig
 
     try:
         rec = load_recording(recording)
@@ -32,8 +32,8 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...]) -> 
         sys.exit(2)
     step_config = StepConfig()
     if config_path:
-        from ..config import ConfigError, load_settings
-        from ..spark.job import step_config as step_config_from
+        from streaming.config import ConfigError, load_settings
+        from streaming.spark.job import step_config as step_config_from
 
         try:
             step_config = step_config_from(load_settings(config_path))

@@ -6,8 +6,8 @@ and ``end_offsets.jsonl`` (what the heartbeat carries, sampled on the recording'
 docs/recordings.md for the format.
 """
 
-from .load import Recording, RecordingError, load_recording
-from .replay import TimelineEntry, replay_recording, timeline_from_events
+from streaming.offline.recording.load import Recording, RecordingError, load_recording
+from streaming.offline.recording.replay import TimelineEntry, replay_recording, timeline_from_events
 
 __all__ = ["Recording", "RecordingError", "load_recording", "TimelineEntry", "replay_recording",
            "timeline_from_events"]

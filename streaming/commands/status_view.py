@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .sinks.delta import DeltaSink
+from streaming.sinks.delta import DeltaSink
 
 __all__ = ["load_status", "render_status", "status_table", "verdict_columns", "sort_by_severity",
            "format_lag_seconds"]

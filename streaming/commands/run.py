@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .config import ConfigError, load_settings
+from streaming.config import ConfigError, load_settings
 
 __all__ = ["run", "heartbeat", "status"]
 
@@ -52,7 +52,7 @@ def _settings(config, **flags):
         from pydantic import ValidationError
 
         if isinstance(exc, ValidationError):
-            from .config import format_errors
+            from streaming.config import format_errors
 
             for line in format_errors(exc, "flag"):
                 click.echo(f"groupscope: {line}", err=True)
@@ -96,7 +96,7 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
     settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
                          delta_path=delta_path, checkpoint=checkpoint, master=master)
     configure_logging(log_level)
-    from .runner import GroupscopeJob
+    from streaming.job.runner import GroupscopeJob
 
     job = GroupscopeJob(settings)
     try:
@@ -129,8 +129,8 @@ def heartbeat(config, bootstrap, once) -> None:
     """Run the heartbeat emitter alone (end offsets to the heartbeat topic every few seconds)."""
     settings = _settings(config, bootstrap=bootstrap, cluster=None, metrics_port=None,
                          delta_path=None, checkpoint=None, master=None)
-    from .kafka.client import KafkaAccess, KafkaUnavailable
-    from .kafka.heartbeat import HeartbeatEmitter
+    from streaming.kafka.client import KafkaAccess, KafkaUnavailable
+    from streaming.kafka.heartbeat import HeartbeatEmitter
 
     try:
         KafkaAccess(settings.kafka).wait_reachable(8.0)
@@ -167,12 +167,12 @@ def status(config, delta_path, as_json) -> None:
     """Show every group (state, members, lag, lag seconds, status, rebalances in the last hour) from Delta."""
     settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
                          checkpoint=None, master=None)
-    from .status_view import load_status, render_status
+    from streaming.commands.status_view import load_status, render_status
 
     path = settings.delta.path
     if path == type(settings.delta)().path and not (Path(path) / "groups").exists():
         # Nothing configured and no job's tables here: the tables of the last groupscope demo, if any.
-        from .demo import default_demo_dir
+        from streaming.commands.demo_stack import default_demo_dir
 
         demo_delta = default_demo_dir() / "delta"
         if (demo_delta / "groups").exists():

@@ -2,7 +2,7 @@
 
 The Spark stateful step emits, per shard, one row per output table holding that table's rows as an Arrow IPC
 stream (plus a ``health`` row). Shipping whole Arrow chunks keeps Spark's per-row overhead out of the way and keeps
-every table's schema declared once (``streaming.tables``). Here they are concatenated per table, written to Delta
+every table's schema declared once (``streaming.schema.tables``). Here they are concatenated per table, written to Delta
 (exactly once per batch id) and handed to the metrics state.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from .step import METRICS_PARTITIONS, StepHealth
-from .tables import LAG, TABLES
+from streaming.job.step import METRICS_PARTITIONS, StepHealth
+from streaming.schema.tables import LAG, TABLES
 
 __all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs"]
 

@@ -1,4 +1,4 @@
-"""``groupscope demo``: the embedded one-command demo (see ``streaming.demo``)."""
+"""``groupscope demo``: the embedded one-command demo (see ``streaming.commands.demo_stack``)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from .demo import DemoDirError, DemoOptions, run_demo
+from streaming.commands.demo_stack import DemoDirError, DemoOptions, run_demo
 
 
 def _scenario_help() -> str:
-    from .simulator.scenarios import SCENARIOS
+    from streaming.simulator.scenarios import SCENARIOS
 
     names = ", ".join(name for name in SCENARIOS if name != "scale")
     return f"Simulated scenarios: all (every scenario but scale), {names}."
@@ -32,7 +32,7 @@ def _scenario_help() -> str:
 @click.option("--no-live", is_flag=True, help="Print a table every 10 s instead of a live view (logs, CI).")
 def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live) -> None:
     """Run the whole product locally: embedded broker, simulated groups, the streaming job, metrics and Delta."""
-    from .simulator import resolve
+    from streaming.simulator import resolve
 
     try:
         resolve(list(scenarios))

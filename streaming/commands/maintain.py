@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from .run_command import _settings
+from streaming.commands.run import _settings
 
 __all__ = ["maintain"]
 
@@ -28,7 +28,7 @@ __all__ = ["maintain"]
               help="Override delta.maintenance.vacuum_retention_hours for this run.")
 def maintain(config, delta_path, tables, vacuum_retention_hours) -> None:
     """Compact, checkpoint and vacuum the Delta tables (one line per table)."""
-    from .tables import TABLES
+    from streaming.schema.tables import TABLES
 
     unknown = [t for t in tables if t not in TABLES]
     if unknown:
@@ -43,8 +43,8 @@ def maintain(config, delta_path, tables, vacuum_retention_hours) -> None:
     if "://" not in root and not Path(root).is_dir():
         click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory)", err=True)
         sys.exit(1)
-    from .sinks.delta import DeltaSink
-    from .sinks.delta_maintenance import DeltaMaintenance
+    from streaming.sinks.delta import DeltaSink
+    from streaming.sinks.delta_maintenance import DeltaMaintenance
 
     sink = DeltaSink(settings.delta.path, app_id=f"groupscope-{settings.cluster}",
                      storage_options=settings.delta.storage_options)

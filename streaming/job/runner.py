@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .batch_sink import BatchResult, BatchSink
-from .config import Settings
+from streaming.job.batch_sink import BatchResult, BatchSink
+from streaming.config import Settings
 
 __all__ = ["GroupscopeJob", "JobStatus"]
 
@@ -68,14 +68,14 @@ class GroupscopeJob:
             raise
 
     def _start_services(self) -> None:
-        from .kafka.client import KafkaAccess, KafkaUnavailable
-        from .sinks.delta import DeltaSink
-        from .spark.job import JobPlan
+        from streaming.kafka.client import KafkaAccess, KafkaUnavailable
+        from streaming.sinks.delta import DeltaSink
+        from streaming.spark.job import JobPlan
 
         s = self.settings
         metrics_callback = None
         if s.metrics.enabled:
-            from .metrics_feed import MetricsFeed
+            from streaming.job.metrics_feed import MetricsFeed
 
             self.metrics = MetricsFeed(s, self.status, emitter=lambda: self.emitter)
             self.metrics.start()
@@ -85,7 +85,7 @@ class GroupscopeJob:
             if s.delta.enabled and s.delta.writer == "deltalake" else None
         self.sink = BatchSink(delta=delta, metrics=metrics_callback, on_batch=self._after_batch)
         if delta is not None and s.delta.maintenance.enabled:
-            from .sinks.delta_maintenance import DeltaMaintenance
+            from streaming.sinks.delta_maintenance import DeltaMaintenance
 
             self.maintenance = DeltaMaintenance(delta, s.delta.maintenance)
             self._started.append(("delta maintenance", self.maintenance.stop))
@@ -102,7 +102,7 @@ class GroupscopeJob:
         self.plan = JobPlan(len(partitions), s.heartbeat.topic, s.source.offsets_topic)
 
         if s.heartbeat.enabled:
-            from .kafka.heartbeat import HeartbeatEmitter
+            from streaming.kafka.heartbeat import HeartbeatEmitter
 
             hb = s.heartbeat
             self.emitter = HeartbeatEmitter(s.kafka, topic=hb.topic, interval_s=hb.interval_seconds,
@@ -114,14 +114,14 @@ class GroupscopeJob:
             self.emitter.start()
             self._started.append(("heartbeat", self.emitter.stop))
 
-        from .spark.session import build_session
+        from streaming.spark.session import build_session
 
         sp = s.spark
         self.spark = build_session(master=sp.master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
                                    driver_memory=sp.driver_memory, conf=sp.conf, jvm_log=self.jvm_log)
         self._started.append(("spark", self.spark.stop))
         if s.delta.enabled and s.delta.writer == "delta-spark":
-            from .sinks.delta_spark import DeltaSparkSink, delta_spark_available
+            from streaming.sinks.delta_spark import DeltaSparkSink, delta_spark_available
 
             if not delta_spark_available(self.spark):
                 raise RuntimeError("delta.writer is delta-spark but Delta's jars are not on Spark's classpath "
@@ -133,7 +133,7 @@ class GroupscopeJob:
                 signal.signal(sig, lambda *_: self.stop_requested.set())
 
     def _start_query(self) -> None:
-        from .spark.job import start_query
+        from streaming.spark.job import start_query
 
         self.query = start_query(self.spark, self.settings, self.plan, self.sink)
 
@@ -145,7 +145,7 @@ class GroupscopeJob:
         Kafka creates the topic when the first consumer group commits or joins, so a brand-new cluster has none;
         exiting then made a deployment next to a new cluster crash-loop. The wait is said once, in one line; a
         stop request (SIGTERM/SIGINT) ends it; a cluster that stops answering for a minute ends it with an error."""
-        from .kafka.client import KafkaUnavailable
+        from streaming.kafka.client import KafkaUnavailable
 
         topic = self.settings.source.offsets_topic
         log.warning("topic %s does not exist yet at %s; waiting for it (Kafka creates it when the first consumer "

@@ -15,8 +15,8 @@ from protocol.batch import CorruptBatch
 from protocol.codec import decode_record
 from protocol.errors import CodecError
 
-from .model.shard import CoordinatorModel, ModelConfig
-from .segments import find_segments, read_segment
+from streaming.model.shard import CoordinatorModel, ModelConfig
+from streaming.offline.segments import find_segments, read_segment
 
 __all__ = ["ReplayReport", "replay_segments"]
 

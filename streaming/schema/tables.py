@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from .model import events as ev
+from streaming.model import events as ev
 
 __all__ = [
     "SOURCE",

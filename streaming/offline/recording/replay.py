@@ -1,6 +1,6 @@
 """Replays a recording through the job's own per-shard step and turns its events into a verdict timeline.
 
-Nothing here re-implements the model: every ``__consumer_offsets`` partition gets a :class:`streaming.step.ShardStep`
+Nothing here re-implements the model: every ``__consumer_offsets`` partition gets a :class:`streaming.job.step.ShardStep`
 (the code the Spark job runs per shard), fed one micro-batch per end-offset sample: the records written up to the
 sample's time and one heartbeat carrying the sample, stamped with the sample's own time. The ``group_events`` rows the
 steps return are what the job writes to Delta; :func:`timeline_from_events` reads verdicts out of such rows, so the
@@ -15,10 +15,10 @@ from typing import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from ..heartbeat_format import encode_heartbeats
-from ..step import ShardStep, StepConfig
-from ..tables import SOURCE
-from .load import Recording
+from streaming.schema.heartbeat_format import encode_heartbeats
+from streaming.job.step import ShardStep, StepConfig
+from streaming.schema.tables import SOURCE
+from streaming.offline.recording.load import Recording
 
 __all__ = ["TimelineEntry", "replay_batches", "replay_events", "replay_recording", "timeline_from_events",
            "VERDICT_OF_KIND"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from protocol.batch import CorruptBatch
 
-from ..segments import SegmentPathError, find_segments, read_segment
+from streaming.offline.segments import SegmentPathError, find_segments, read_segment
 
 __all__ = ["OffsetsRecord", "EndOffsetSample", "Recording", "RecordingError", "load_recording"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .batch_sink import BatchResult, partition_rows_for_metrics, table_rows
-from .config import Settings
-from .sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
+from streaming.job.batch_sink import BatchResult, partition_rows_for_metrics, table_rows
+from streaming.config import Settings
+from streaming.sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
 
 __all__ = ["MetricsFeed"]
 

@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .batch_sink import decode_table, encode_table
-from .tables import SOURCE
+from streaming.job.batch_sink import decode_table, encode_table
+from streaming.schema.tables import SOURCE
 
 __all__ = ["PACKED_DDL", "PACKED_SCHEMA", "pack", "unpack"]
 

@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from .model.describe import describe, render_text
-from .segment_replay import replay_segments
-from .segments import SegmentPathError
+from streaming.model.describe import describe, render_text
+from streaming.offline.segment_replay import replay_segments
+from streaming.offline.segments import SegmentPathError
 
 
 class InputError(ValueError):

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .decode_command import FORMATS, run_decode
+from streaming.commands.decode import FORMATS, run_decode
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,20 +39,20 @@ def decode(paths: tuple[str, ...], fmt: str, no_verify_crc: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object {\"groups\": {...}} instead of tables.")
 def describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool) -> None:
     """Rebuild every group from segment files, as kafka-consumer-groups.sh --describe would show it."""
-    from .describe_command import run_describe
+    from streaming.commands.describe import run_describe
 
     sys.exit(run_describe(segments, until, end_offsets, as_json))
 
 
 def _register() -> None:
-    from .run_command import heartbeat, run, status
-    from .demo_command import demo
-    from .simulate_command import simulate
-    from .recording.command import replay
+    from streaming.commands.run import heartbeat, run, status
+    from streaming.commands.demo import demo
+    from streaming.commands.simulate import simulate
+    from streaming.commands.replay import replay
 
     for command in (demo, run, heartbeat, status, simulate, replay):
         cli.add_command(command)
-    from .maintain_command import maintain
+    from streaming.commands.maintain import maintain
     cli.add_command(maintain)
 
 

@@ -19,7 +19,7 @@ from protocol.kafka_json import kafka_key_json, kafka_offset_commit_payload_text
 from protocol.plain import record_to_plain
 from protocol.records import UnknownRecord
 
-from .segments import Segment, SegmentPathError, find_segments, read_segment
+from streaming.offline.segments import Segment, SegmentPathError, find_segments, read_segment
 
 FORMATS = ("groupscope", "kafka")
 

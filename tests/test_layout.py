@@ -1,0 +1,172 @@
+"""The layout is a map: no import circles, each part uses only what its package docstring allows, and the README's
+Layout section names the folders that exist.
+
+Imports are read with ``ast`` (not by importing), so every import counts: module level, inside functions and under
+``TYPE_CHECKING`` alike. A circle hidden in a function is still a circle a reader has to untangle.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("protocol", "streaming")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Project modules that ``name`` imports (``from pkg import sub`` counts as importing ``pkg.sub``)."""
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    graph = {name: _imports(name, path, known) for name, path in modules.items()}
+    # A package's own __init__ re-exporting its modules is not a circle with those modules.
+    for name in graph:
+        graph[name] = {t for t in graph[name] if not name.startswith(t + ".")}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_circle_detector_finds_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _third_party(path: Path) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+# What each part may import from the project (prefixes) and which outside libraries it must not use.
+ALLOWED = {
+    "protocol": ({"protocol"}, {"pyspark", "confluent_kafka", "deltalake", "delta", "prometheus_client", "streaming"}),
+    "streaming.model": ({"protocol", "streaming.model"}, {"pyspark", "confluent_kafka", "deltalake", "delta",
+                                                           "prometheus_client"}),
+    "streaming.schema": ({"protocol", "streaming.model", "streaming.schema"}, {"pyspark", "confluent_kafka"}),
+    "streaming.offline": ({"protocol", "streaming.model", "streaming.schema", "streaming.offline",
+                           "streaming.job.step", "streaming.config"}, {"pyspark", "confluent_kafka"}),
+}
+
+
+@pytest.mark.parametrize("part", sorted(ALLOWED))
+def test_each_part_uses_only_what_it_may(part: str) -> None:
+    graph = _graph()
+    modules = _modules()
+    allowed, banned = ALLOWED[part]
+    wrong = []
+    for name, targets in graph.items():
+        if name != part and not name.startswith(part + "."):
+            continue
+        for t in targets:
+            if not any(t == a or t.startswith(a + ".") for a in allowed):
+                wrong.append(f"{name} imports {t}")
+        for lib in _third_party(modules[name]) & banned:
+            wrong.append(f"{name} uses {lib}")
+    assert wrong == []
+
+
+def test_nothing_outside_the_commands_imports_them() -> None:
+    wrong = [f"{name} imports {t}" for name, targets in _graph().items() if not name.startswith("streaming.commands")
+             for t in targets if t.startswith("streaming.commands")]
+    assert wrong == []
+
+
+def test_readme_layout_names_the_folders_that_exist() -> None:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    named = set(re.findall(r"^\s*([\w.-]+/)\s", block, flags=re.M))
+    wanted = {f"{p.name}/" for p in REPO.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+              and p.name not in {"groupscope.egg-info", "build", "dist"} and (REPO / ".git").exists()
+              and _tracked(p)}
+    wanted |= {f"{p.relative_to(REPO / 'streaming')}/" for p in (REPO / "streaming").iterdir()
+               if (p / "__init__.py").exists()}
+    assert wanted - named == set(), "folders missing from the README's Layout section"
+    assert named - wanted == set(), "the Layout section names folders that are gone"
+
+
+def _tracked(path: Path) -> bool:
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files", "--", str(path.relative_to(REPO))], cwd=REPO, capture_output=True,
+                         text=True)
+    return bool(out.stdout.strip())
