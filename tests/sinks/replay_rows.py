@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streaming import tables
+from streaming.schema import tables
 from streaming.model.lag import EndOffsetSample
 from streaming.model.shard import CoordinatorModel, ModelConfig
 from streaming.sinks.prometheus import OffsetsPartitionHealth
