@@ -2,7 +2,8 @@
 
 No Spark, no Kafka client, no logging. ``decode_record`` is the entry point for one record; ``batch.iter_batches``
 reads record batches (segment files, fetch data); ``arrow.decode_arrow`` is the vectorized form for Spark (import
-it from ``protocol.arrow``: it is the only module that needs pyarrow).
+it from ``protocol.arrow``; it and ``kafka_dump``, the fast ``kafka-dump-log``-style renderer, are the modules
+that need pyarrow).
 """
 
 from ._consumer_protocol import (

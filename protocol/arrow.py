@@ -1,7 +1,7 @@
 """Vectorized decode for Spark: Arrow binary key/value columns in, one Arrow batch of flat typed columns out.
 
-This is the only module of ``protocol`` that imports pyarrow. One row per input record, in input order; a record
-that does not decode gets its reason in ``decode_error`` (and nulls elsewhere) instead of raising, so a Spark task
+Together with ``kafka_dump`` this is the only module of ``protocol`` that imports pyarrow. One row per input
+record, in input order; a record that does not decode gets its reason in ``decode_error`` (and nulls elsewhere) instead of raising, so a Spark task
 never dies on bad input and the quarantine sink can keep the raw bytes. Offset commits, the bulk of the topic, take
 a vectorized path that builds no per-record objects; every other type goes through ``decode_record``.
 """

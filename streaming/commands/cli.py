@@ -26,7 +26,11 @@ def cli() -> None:
               help="groupscope: rich JSON; kafka: the objects kafka-dump-log.sh --offsets-decoder prints.")
 @click.option("--no-verify-crc", is_flag=True, help="Decode batches even when their CRC does not match.")
 def decode(paths: tuple[str, ...], fmt: str, no_verify_crc: bool) -> None:
-    """Decode __consumer_offsets segment files (or partition / log directories) to JSON lines."""
+    """Decode __consumer_offsets segment files (or partition / log directories) to JSON lines.
+
+    Each line's "partition" comes from the segment's __consumer_offsets-N folder; segments outside one print lines
+    without it. Exit status: 0 all decoded, 1 some data did not decode, 2 a path is missing or holds no segments.
+    """
     sys.exit(run_decode(paths, fmt, not no_verify_crc))
 
 

@@ -1,33 +1,52 @@
 """``groupscope decode``: segment files to JSON lines, in groupscope's form or exactly as Kafka's dump tool.
 
 Each problem (a missing path, a corrupt batch, an undecodable record) is one line on stderr and the run goes on
-with the next batch; the exit status tells at the end whether anything was wrong.
+with the next path or batch; the exit status tells at the end what was wrong, as ``describe`` does: 2 when a path
+could not be used (missing, unreadable, or holding no segment files: a bad argument, like click's usage errors),
+else 1 when some data did not decode, else 0. A reader that goes away (``| head``) ends the run quietly with 0.
+
+The partition is not stored in segment files; it comes from the folder a segment lies in (``__consumer_offsets-N``,
+Kafka's layout). The lines of a segment outside such a folder have no ``partition`` field.
+
+``--format kafka`` renders with :class:`protocol.kafka_dump.KafkaDump` (whole runs of batches at once); the
+per-record path it is checked against stays callable as ``decode_paths(..., exact=True)``.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
 import sys
 from dataclasses import dataclass, field
-from typing import IO, Iterable
+from typing import IO, Callable, Iterable
 
-from protocol.batch import ControlType, CorruptBatch
+from protocol.batch import CorruptBatch
 from protocol.codec import decode_record
 from protocol.errors import CodecError
-from protocol._offsets import parse_offset_commit_value
-from protocol.kafka_json import kafka_key_json, kafka_offset_commit_payload_text, kafka_payload_json
+from protocol.kafka_dump import KafkaDump, KafkaLineRenderer, RecordProblem, kafka_batch_items
 from protocol.plain import record_to_plain
-from protocol.records import UnknownRecord
 
-from streaming.offline.segments import Segment, SegmentPathError, find_segments, read_segment
+from streaming.offline.segments import Segment, SegmentPathError, find_segments, open_segment, read_segment
 
 FORMATS = ("groupscope", "kafka")
+
+EXIT_OK = 0
+EXIT_BAD_DATA = 1  # a corrupt batch or an undecodable record
+EXIT_BAD_PATH = 2  # a path given that is missing, unreadable or holds no segment files
 
 
 @dataclass
 class DecodeReport:
     records: int = 0
     problems: list[str] = field(default_factory=list)
+    bad_paths: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        if self.bad_paths:
+            return EXIT_BAD_PATH
+        return EXIT_BAD_DATA if self.problems else EXIT_OK
 
 
 def _dumps(obj: object) -> str:
@@ -35,98 +54,119 @@ def _dumps(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def decode_paths(paths: Iterable[str], fmt: str, out: IO[str], err: IO[str], *, verify_crc: bool = True) -> DecodeReport:
+def decode_paths(paths: Iterable[str], fmt: str, out: IO[str], err: IO[str], *, verify_crc: bool = True,
+                 exact: bool = False) -> DecodeReport:
+    """Decodes every segment under ``paths`` to ``out``; problems go to ``err``, one line each.
+
+    ``exact`` renders ``--format kafka`` record by record (the reference the fast renderer must match).
+    """
     report = DecodeReport()
 
     def problem(text: str) -> None:
         report.problems.append(text)
         print(text, file=err)
 
+    dump = KafkaDump(verify_crc=verify_crc) if fmt == "kafka" and not exact else None
+    write_bytes = _bytes_writer(out) if dump is not None else None
+    renderer = KafkaLineRenderer()
     for path in paths:
         try:
             segments = find_segments(path)
         except BrokenPipeError:
             raise
         except (SegmentPathError, OSError) as exc:
+            report.bad_paths += 1
             problem(f"groupscope decode: {exc}")
             continue
         for segment in segments:
             try:
-                _decode_segment(segment, fmt, out, problem, report, verify_crc)
+                if dump is not None:
+                    _dump_segment(segment, dump, write_bytes, problem)  # type: ignore[arg-type]
+                else:
+                    _decode_segment(segment, fmt, out, problem, report, verify_crc, renderer)
             except BrokenPipeError:
                 raise
             except OSError as exc:
+                report.bad_paths += 1
                 problem(f"groupscope decode: {segment.path}: {exc.strerror or exc}")
+    if dump is not None:
+        report.records = dump.records
     return report
 
 
-class KafkaLineRenderer:
-    """Renders data records as ``--format kafka`` lines.
+def _bytes_writer(out: IO[str]) -> Callable[[bytes | memoryview], object]:
+    """Writes UTF-8 text chunks to ``out``: straight to its byte buffer when it has one that expects UTF-8 (a
+    dump is gigabytes; decoding it to ``str`` only to encode it again would cost as much as rendering it)."""
+    buffer = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    if buffer is None or not encoding or codecs.lookup(encoding).name != "utf-8":
+        return lambda chunk: out.write(str(chunk, "utf-8"))
+    out.flush()
 
-    Hand-tuned because a dump is millions of lines: keys repeat (one per group, topic and partition), so their JSON
-    is cached by key bytes, and offset-commit values are formatted straight to text. Raises CodecError like
-    ``decode_record``.
-    """
+    def write(chunk: bytes | memoryview) -> None:
+        # A buffered write of a chunk larger than the buffer can return early with part of it written (it does
+        # when the reader of a pipe has gone: the error only comes with the next write), so write until done.
+        rest = memoryview(chunk)
+        while rest:
+            rest = rest[buffer.write(rest) :]
 
-    _LIMIT = 100_000
-
-    def __init__(self) -> None:
-        self._keys: dict[bytes, str] = {}
-
-    def line(self, partition: int | None, offset: int, key: bytes | None, value: bytes | None) -> str:
-        head = f'{{"partition":{"null" if partition is None else partition},"offset":{offset},'
-        key_text = self._keys.get(key) if key is not None else None
-        if (key_text is not None and value is not None and key[1] <= 1 and len(value) >= 2 and value[0] == 0
-                and value[1] <= 3):
-            fields = parse_offset_commit_value(value, value[1])
-            return f'{head}"key":{key_text},"payload":{kafka_offset_commit_payload_text(value[1], *fields)}}}'
-        decoded = decode_record(key, value)
-        if isinstance(decoded, UnknownRecord):
-            return head + f'"unknown":{_dumps(decoded.reason)}}}'
-        if key_text is None:
-            key_text = _dumps(kafka_key_json(decoded))
-            if len(self._keys) >= self._LIMIT:
-                self._keys.clear()
-            self._keys[bytes(key)] = key_text  # type: ignore[arg-type]
-        return f'{head}"key":{key_text},"payload":{_dumps(kafka_payload_json(decoded))}}}'
+    return write
 
 
-def _decode_segment(segment: Segment, fmt: str, out: IO[str], problem, report: DecodeReport, verify_crc: bool) -> None:
+def _record_where(segment: Segment, offset: int) -> str:
+    part = "" if segment.partition is None else f"partition {segment.partition} "
+    return f"groupscope decode: {segment.path}: {part}offset {offset}"
+
+
+def _dump_segment(segment: Segment, dump: KafkaDump, write: Callable[[bytes | memoryview], object],
+                  problem: Callable[[str], None]) -> None:
+    with open_segment(segment) as view:
+        for item in dump.segment(view, segment.partition):
+            if isinstance(item, CorruptBatch):
+                problem(f"groupscope decode: {segment.path}: batch at byte {item.position}: {item.reason}")
+            elif isinstance(item, RecordProblem):
+                problem(f"{_record_where(segment, item.offset)}: {item.reason}")
+            else:
+                write(item)
+            del item  # no chunk of the mapped file may outlive the mapping
+
+
+def _decode_segment(segment: Segment, fmt: str, out: IO[str], problem, report: DecodeReport, verify_crc: bool,
+                    renderer: KafkaLineRenderer) -> None:
     part = segment.partition
     write = out.write
-    renderer = KafkaLineRenderer()
     for batch in read_segment(segment, verify_crc=verify_crc):
         if isinstance(batch, CorruptBatch):
             problem(f"groupscope decode: {segment.path}: batch at byte {batch.position}: {batch.reason}")
             continue
+        report.records += len(batch.records)
+        if fmt == "kafka":
+            for item in kafka_batch_items(batch, part, renderer):
+                if isinstance(item, str):
+                    write(item)
+                else:
+                    problem(f"{_record_where(segment, item.offset)}: {item.reason}")
+            continue
         header = batch.header
+        base: dict[str, object] = {} if part is None else {"partition": part}
         if header.is_control:
             marker = batch.control
             for rec in batch.records:
-                report.records += 1
                 if marker is None:
-                    ctype = ControlType.UNKNOWN.name
-                    obj = {"partition": part, "offset": rec.offset, "controlType": ctype}
-                elif fmt == "kafka":
-                    obj = {"partition": part, "offset": rec.offset, "endTxnMarker": marker.control_type.name,
-                           "coordinatorEpoch": marker.coordinator_epoch}
+                    obj = dict(base, offset=rec.offset, controlType="UNKNOWN")
                 else:
-                    obj = {"partition": part, "offset": rec.offset, "timestamp": rec.timestamp,
-                           "control": marker.control_type.name, "coordinator_epoch": marker.coordinator_epoch,
-                           "producer_id": header.producer_id, "producer_epoch": header.producer_epoch}
+                    obj = dict(base, offset=rec.offset, timestamp=rec.timestamp, control=marker.control_type.name,
+                               coordinator_epoch=marker.coordinator_epoch, producer_id=header.producer_id,
+                               producer_epoch=header.producer_epoch)
                 write(_dumps(obj) + "\n")
             continue
         for rec in batch.records:
-            report.records += 1
             try:
-                if fmt == "kafka":
-                    write(renderer.line(part, rec.offset, rec.key, rec.value) + "\n")
-                    continue
                 decoded = decode_record(rec.key, rec.value)
             except CodecError as exc:
-                problem(f"groupscope decode: {segment.path}: partition {part} offset {rec.offset}: {exc}")
+                problem(f"{_record_where(segment, rec.offset)}: {exc}")
                 continue
-            obj = {"partition": part, "offset": rec.offset, "timestamp": rec.timestamp}
+            obj = dict(base, offset=rec.offset, timestamp=rec.timestamp)
             if header.is_transactional:
                 obj["producer_id"] = header.producer_id
                 obj["transactional"] = True
@@ -135,8 +175,15 @@ def _decode_segment(segment: Segment, fmt: str, out: IO[str], problem, report: D
 
 
 def run_decode(paths: tuple[str, ...], fmt: str, verify_crc: bool) -> int:
-    report = decode_paths(paths, fmt, sys.stdout, sys.stderr, verify_crc=verify_crc)
+    try:
+        report = decode_paths(paths, fmt, sys.stdout, sys.stderr, verify_crc=verify_crc)
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly with status 0, and keep Python's final flush of stdout
+        # from failing again on the closed pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
     if report.problems:
         print(f"groupscope decode: {len(report.problems)} problem(s), {report.records} record(s) read", file=sys.stderr)
-        return 1
-    return 0
+    return report.exit_code

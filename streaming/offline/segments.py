@@ -10,13 +10,14 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from protocol.batch import CorruptBatch, RecordBatch, iter_batches
 
-__all__ = ["Segment", "SegmentPathError", "find_segments", "read_segment"]
+__all__ = ["Segment", "SegmentPathError", "find_segments", "open_segment", "read_segment"]
 
 _PARTITION_DIR = re.compile(r"^__consumer_offsets-(\d+)$")
 
@@ -33,7 +34,9 @@ class Segment:
 
 
 def _segment(path: Path) -> Segment:
-    match = _PARTITION_DIR.match(path.parent.name)
+    # The absolute path, so that a file named relative to its own folder (``cd __consumer_offsets-7; ... x.log``)
+    # still gets its partition.
+    match = _PARTITION_DIR.match(path.absolute().parent.name)
     try:
         base = int(path.stem)
     except ValueError:
@@ -68,15 +71,38 @@ def find_segments(path: str | os.PathLike[str]) -> list[Segment]:
     return found
 
 
-def read_segment(segment: Segment, *, verify_crc: bool = True) -> Iterator[RecordBatch | CorruptBatch]:
-    """Batches of one segment file, memory-mapped so a 1 GiB segment is not copied into the heap."""
+@contextmanager
+def open_segment(segment: Segment) -> Iterator[memoryview]:
+    """The bytes of one segment file, memory-mapped so a 1 GiB segment is not copied into the heap.
+
+    The view is valid inside the ``with`` block only; nothing made from it (numpy or Arrow arrays over it) may
+    outlive the block.
+    """
     with open(segment.path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
+            yield memoryview(b"")
             return
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            view = memoryview(mapped)
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(mapped)
+        try:
+            yield view
+        except BaseException:
+            # While an exception propagates, its traceback may still hold arrays made from the view (a reader
+            # gone away mid-dump): then the mapping is left to the garbage collector rather than the exception
+            # replaced by "cannot close exported pointers".
             try:
-                yield from iter_batches(view, verify_crc=verify_crc)
-            finally:
                 view.release()
+                mapped.close()
+            except BufferError:
+                pass
+            raise
+        view.release()
+        mapped.close()
+
+
+def read_segment(segment: Segment, *, verify_crc: bool = True) -> Iterator[RecordBatch | CorruptBatch]:
+    """Batches of one segment file (memory-mapped, see :func:`open_segment`)."""
+    with open_segment(segment) as view:
+        if len(view):
+            yield from iter_batches(view, verify_crc=verify_crc)

@@ -4,7 +4,12 @@ print, for every record and marker, exactly what Kafka's ``kafka-dump-log.sh --o
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
+import pytest
 
 from tests.cli_helpers import REPO, run_cli
 from tests.protocol.conformance import dumplog_reference
@@ -66,11 +71,73 @@ def test_corrupt_batch_is_reported_and_decoding_continues(segment_dirs, tmp_path
 
 
 def test_missing_path_is_one_line_and_others_still_decode(segment_dirs):
+    # A path that cannot be used is a bad argument: exit status 2, as for describe and click's usage errors.
     result = run_cli("decode", "/no/such/dir", str(segment_dirs["d_transactions"]))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines()[0] == "groupscope decode: /no/such/dir: no such file or directory"
     assert len(result.stdout.splitlines()) == 38
+
+
+def test_exit_status_tells_bad_paths_from_bad_data(segment_dirs, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_cli("decode", str(empty))
+    assert result.returncode == 2 and "no .log segment files found" in result.stderr
+    source = next(segment_dirs["a_classic"].glob("__consumer_offsets-*/*.log"))
+    damaged = tmp_path / source.parent.name / source.name
+    damaged.parent.mkdir()
+    data = bytearray(source.read_bytes())
+    data[70] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    assert run_cli("decode", "--format", "kafka", str(damaged)).returncode == 1
+    assert run_cli("decode", "--format", "kafka", str(damaged), "/no/such/dir").returncode == 2
+    assert run_cli("decode", "--format", "kafka", str(source)).returncode == 0
+
+
+@pytest.mark.parametrize("fmt", ["kafka", "groupscope"])
+def test_partition_comes_from_the_folder_or_is_left_out(segment_dirs, tmp_path, fmt):
+    source = next(segment_dirs["d_transactions"].glob("__consumer_offsets-*/*.log"))
+    partition = int(source.parent.name.rsplit("-", 1)[1])
+    in_folder = [json.loads(line) for line in run_cli("decode", "--format", fmt, str(source)).stdout.splitlines()]
+    assert in_folder and all(row["partition"] == partition for row in in_folder)
+    # Named relative to its own folder: the partition is still known.
+    relative = subprocess.run([sys.executable, "-m", "streaming.commands.cli", "decode", "--format", fmt, source.name],
+                              cwd=source.parent, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert relative.returncode == 0, relative.stderr
+    assert [json.loads(line) for line in relative.stdout.splitlines()] == in_folder
+    # Outside a __consumer_offsets-N folder it is not known: the field is left out, everything else the same.
+    bare = tmp_path / "copied.log"
+    shutil.copyfile(source, bare)
+    result = run_cli("decode", "--format", fmt, str(bare))
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert all("partition" not in row for row in rows)
+    assert rows == [{k: v for k, v in row.items() if k != "partition"} for row in in_folder]
+
+
+def test_a_reader_that_goes_away_ends_the_dump_quietly(tmp_path):
+    # ``groupscope decode ... | head -1``: the pipe closes mid-dump (megabytes of output, far more than a pipe
+    # buffers); no traceback, exit status 0.
+    from protocol.batch import encode_batch
+    from protocol.builders import new_offset_commit
+    from protocol.codec import encode_record
+
+    folder = tmp_path / "__consumer_offsets-3"
+    folder.mkdir()
+    records = [encode_record(new_offset_commit("g", "t", i % 50, i, commit_timestamp=1_700_000_000_000))
+               for i in range(1000)]
+    (folder / "00000000000000000000.log").write_bytes(
+        b"".join(encode_batch(records, base_offset=1000 * k, base_timestamp=0) for k in range(40)))
+    proc = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "decode", "--format", "kafka",
+                             str(folder)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b'{"partition":')
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, stderr
+    assert "Traceback" not in stderr
 
 
 def test_bad_option_is_one_clear_error():
@@ -87,3 +154,31 @@ def test_shipped_examples_decode(tmp_path):
     assert sum(1 for r in rows if r.get("payload") == "<DELETE>") == 1
     groups = {r["key"]["data"].get("group") or r["key"]["data"].get("groupId") for r in rows if "key" in r}
     assert groups == {"orders-classic", "orders-kip848", "payments-eos"}
+
+
+def test_output_chunks_are_written_whole():
+    # A buffered writer may take part of a large chunk and return the count; the rest must still be written.
+    from streaming.commands.decode import _bytes_writer
+
+    class Buffer:
+        def __init__(self) -> None:
+            self.data = bytearray()
+
+        def write(self, chunk) -> int:
+            taken = bytes(chunk[:1000])
+            self.data += taken
+            return len(taken)
+
+    class Out:
+        encoding = "UTF-8"
+        buffer = Buffer()
+
+        def flush(self) -> None:
+            pass
+
+    out = Out()
+    write = _bytes_writer(out)  # type: ignore[arg-type]
+    text = "é".join(str(i) for i in range(3000)).encode()
+    write(text)
+    write(memoryview(text)[5:4321])
+    assert bytes(out.buffer.data) == text + text[5:4321]
