@@ -9,6 +9,8 @@
 - ``spark/``: the thin Spark glue (session, Kafka source, ``applyInPandasWithState``, the query).
 - ``kafka/``: Kafka clients (admin, heartbeat emitter, range reader, the embedded mock cluster).
 - ``sinks/``: Delta tables (and their maintenance) and the Prometheus endpoint.
+- ``api/``: the read-only HTTP API (Burrow's ``/v3`` paths, groupscope's ``/v1``) over the metrics state. May use
+  ``sinks.prometheus``, ``schema`` and ``model``.
 - ``offline/``: reading without a job: broker segment files and real-Kafka recordings, replayed through the model.
 - ``simulator/``: the workload simulator behind ``groupscope simulate`` and the demo.
 - ``commands/``: the ``groupscope`` command line, one module per command; nothing else imports it.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 __all__ = ["Settings", "ConfigError", "load_settings", "redacted", "format_errors"]
@@ -99,6 +99,11 @@ class DeltaSettings(_Section):
     writer: Literal["deltalake", "delta-spark"] = "deltalake"
     storage_options: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
+    # The bulk tables (commits; lag unless per-partition metrics need its rows on the driver) are written as data
+    # files by the executors that computed them, and the driver only commits them: the driver stays small however
+    # many executors there are. Applies to the deltalake writer on paths the executors reach without
+    # storage_options (a local or shared file system); otherwise the driver writes everything.
+    write_on_executors: bool = True
     maintenance: DeltaMaintenanceSettings = Field(default_factory=DeltaMaintenanceSettings)
 
 
@@ -111,6 +116,17 @@ class MetricsSettings(_Section):
     # the model applied is older than this: a caught-up job whose query hangs is not ready.
     ready_max_batch_age_seconds: float = Field(300.0, gt=0)
     ready_max_heartbeat_age_seconds: float = Field(120.0, gt=0)
+
+
+class ApiSettings(_Section):
+    """The read-only HTTP API on the driver (Burrow's ``/v3`` paths and groupscope's ``/v1``; docs/http-api.md).
+
+    Off by default: it is one more listening port, and it makes the driver keep every group's partitions, which
+    the Prometheus endpoint alone keeps only with ``metrics.partition_metrics``."""
+
+    enabled: bool = False
+    host: str = "0.0.0.0"
+    port: int = Field(8000, ge=0, le=65535)  # Burrow's default port, so its clients only change the host
 
 
 class ModelSettings(_Section):
@@ -149,7 +165,20 @@ class Settings(BaseSettings):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     delta: DeltaSettings = Field(default_factory=DeltaSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+
+    @model_validator(mode="after")
+    def _api_needs_metrics(self) -> Settings:
+        if self.api.enabled and not self.metrics.enabled:
+            raise ValueError("api.enabled needs metrics.enabled: the API serves the state the metrics feed keeps")
+        return self
+
+    @property
+    def partition_rows_on_driver(self) -> bool:
+        """Whether every batch brings each re-evaluated group's partition rows to the driver: per-partition series
+        and the HTTP API need them."""
+        return self.metrics.enabled and (self.metrics.partition_metrics or self.api.enabled)
 
     @field_validator("kafka", mode="before")
     @classmethod

@@ -1,10 +1,13 @@
 """``groupscope demo``: the whole product on one machine, with nothing installed but the package.
 
 Services start in order and stop in reverse: librdkafka's mock cluster (a real Kafka-protocol broker on
-127.0.0.1), the workload simulator writing what Kafka's group coordinator would write for misbehaving groups (and
-real messages, so end offsets move), then the real streaming job (heartbeat emitter, Spark, Delta tables, metrics
-endpoint). The terminal shows a live view of every group; a progress line says how far the job is while it
-catches up. Ctrl-C (or ``--duration``) stops everything cleanly and prints where the results are.
+127.0.0.1), the real streaming job (heartbeat emitter, Spark, Delta tables, metrics endpoint), then the workload
+simulator writing what Kafka's group coordinator would write for misbehaving groups (and real messages, so end
+offsets move): the scenarios begin when the job watches, so none of their moments passes while Spark starts. The
+terminal shows a live view of every group (compact, fixed-width columns, worst first); a progress line says how far
+the job is. Ctrl-C (or ``--duration``) stops everything within seconds and prints where the results are. Every log
+record of the run goes to ``groupscope.log`` in the demo folder (the JVM's output to ``spark.log``), never to the
+terminal.
 
 One clock: the simulation starts at the wall clock's "now" and the job's heartbeats are stamped with the
 simulation's clock, so commits, heartbeats, lag snapshots and status changes all share it (at ``--speed 1``, the
@@ -14,6 +17,7 @@ checkpoint or tables left by an earlier run describe a broker that no longer exi
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -31,6 +35,8 @@ __all__ = ["DemoOptions", "run_demo", "default_demo_dir", "prepare_demo_dir", "D
 DEMO_SCENARIOS = "all"
 MARKER = ".groupscope-demo"  # marks a folder the demo created, so clearing it never touches anything else
 PLAIN_EVERY_S = 10.0
+STOP_WAIT_S = 1.0  # how long Ctrl-C waits for the micro-batch in flight
+LOG_FILE = "groupscope.log"  # every Python log record of the run (the job's, librdkafka's), beside spark.log
 
 
 def default_demo_dir() -> Path:
@@ -81,15 +87,41 @@ class DemoOptions:
     offsets_partitions: int = 50
 
 
+def _log_to_file(path: Path) -> Callable[[], None]:
+    """Sends every log record of this process (the job's, librdkafka's through ``groupscope.librdkafka``, Python
+    warnings) to ``path`` instead of the terminal, where a line would tear the live view apart. Returns what puts
+    the logging back as it was."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    for old in handlers:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per micro-batch callback
+    logging.captureWarnings(True)
+
+    def restore() -> None:
+        root.removeHandler(handler)
+        handler.close()
+        for old in handlers:
+            root.addHandler(old)
+        root.setLevel(level)
+        logging.captureWarnings(False)
+
+    return restore
+
+
 def _lag_seconds(g: dict[str, Any]) -> tuple[float | None, bool]:
     return g.get("max_lag_seconds"), bool(g.get("max_lag_seconds_lower_bound"))
 
 
 def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The live view's rows, worst first. ``gone``: rows of groups seen earlier that the job no longer reports
-    (deleted by DeleteGroups or by their last offsets expiring); they stay listed, marked deleted, so a group that
-    vanishes says why."""
-    from streaming.commands.status_view import sort_by_severity, verdict_columns
+    (deleted by DeleteGroups or by their last offsets expiring); they stay listed, last, marked deleted, so a group
+    that vanishes says why."""
+    from streaming.commands.status_view import deleted_row, sort_by_severity, verdict_columns
 
     rows = []
     for gid, g in view.groups.items():
@@ -104,13 +136,10 @@ def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dic
         live = {r["group"] for r in rows}
         for r in rows:
             gone[r["group"]] = r
-        deleted = []
-        for gid, last in gone.items():
-            if gid not in live:
-                deleted.append({**last, "state": "DELETED", "members": 0, "lag": None, "max_lag": None,
-                                "lag_seconds": None, "status": None, "storm_active": False, "verdict": "deleted",
-                                "why": "group deleted (no longer in __consumer_offsets)"})
-        return sort_by_severity(rows) + sorted(deleted, key=lambda r: r["group"])
+        deleted = [deleted_row(gid, "group deleted (no longer in __consumer_offsets)", type=last.get("type"),
+                               rebalances_1h=last.get("rebalances_1h"))
+                   for gid, last in sorted(gone.items()) if gid not in live]
+        return sort_by_severity(rows) + deleted
     return sort_by_severity(rows)
 
 
@@ -142,20 +171,17 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
     deadline = None if options.duration_s is None else started + options.duration_s
     root = (Path(options.directory) if options.directory else default_demo_dir()).expanduser().resolve()
     prepare_demo_dir(root)
+    restore_logging = _log_to_file(root / LOG_FILE)
     scenarios = resolve(list(options.scenarios))
     echo(f"groupscope demo: starting an embedded Kafka-protocol broker, {len(scenarios)} simulated scenario(s) and "
          f"the streaming job (data in {root})")
-    cluster = MockCluster(1)
-    runner = job = sink = None
+    cluster = runner = job = sink = None
     job_thread = None
     interrupted = False
     try:
+        cluster = MockCluster(1)
         cluster.create_topic("__consumer_offsets", options.offsets_partitions)
         cluster.create_topic("groupscope-heartbeat", 1)
-        sim = Simulation(list(options.scenarios), seed=options.seed, offsets_partitions=options.offsets_partitions,
-                         start_ms=int(time.time() * 1000))
-        sink = KafkaSink(cluster.bootstrap_servers, create_topic=cluster.create_topic)
-        runner = SimulationRunner(sim, sink, speed=options.speed).start()
         settings = load_settings(None, {
             "cluster": "demo",
             "kafka": {"bootstrap.servers": cluster.bootstrap_servers},
@@ -167,14 +193,23 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
             "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 20.0},
         })
-        # Heartbeats on the simulation's clock: the records' timestamps and the end offsets' stamps agree.
-        job = GroupscopeJob(settings, install_signal_handlers=False, heartbeat_clock=lambda: sim.now_ms / 1000.0,
-                            jvm_log=str(root / "spark.log"))
+        # Heartbeats on the simulation's clock once it runs (the wall clock until then, which it starts from): the
+        # records' timestamps and the end offsets' stamps agree.
+        running: list = []
+        job = GroupscopeJob(settings, install_signal_handlers=False, jvm_log=str(root / "spark.log"),
+                            heartbeat_clock=lambda: running[0].now_ms / 1000.0 if running else time.time())
         job.start()
         metrics_url = f"http://127.0.0.1:{job.metrics.port}/metrics"
         echo(f"groupscope demo: metrics at {metrics_url}; Ctrl-C to stop")
         job_thread = threading.Thread(target=job.run, name="groupscope-supervisor", daemon=True)
         job_thread.start()
+        # The scenarios start once the job is up, so it sees each of them from its first second: started earlier,
+        # their first minute would be replayed as history while Spark starts, with statuses held at OK.
+        sim = Simulation(list(options.scenarios), seed=options.seed, offsets_partitions=options.offsets_partitions,
+                         start_ms=int(time.time() * 1000))
+        sink = KafkaSink(cluster.bootstrap_servers, create_topic=cluster.create_topic)
+        runner = SimulationRunner(sim, sink, speed=options.speed).start()
+        running.append(sim)
         _show(job, runner, sim, options, deadline, started, out if out is not None else sys.stdout)
     except KeyboardInterrupt:
         interrupted = True
@@ -193,12 +228,16 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             job.request_stop()
             if job_thread is not None:
                 job_thread.join(5)
-            job.stop(timeout_s=10.0)
+            # The batch in flight gets a second to finish; after that the query is stopped under it (the demo's
+            # tables are exactly-once per batch either way, and a person waiting for the prompt matters more).
+            job.stop(timeout_s=STOP_WAIT_S)
         if sink is not None:
             sink.close()
-        cluster.close()
+        if cluster is not None:
+            cluster.close()
+        restore_logging()
     echo(f"groupscope demo: stopped after {time.monotonic() - started:,.0f} s. Data: {root} "
-         "(Delta tables commits, group_events, lag, groups, quarantine; spark.log)")
+         f"(Delta tables commits, group_events, lag, groups, quarantine; logs {LOG_FILE}, spark.log)")
     echo("groupscope demo: see the groups again with: groupscope status"
          + ("" if options.directory is None else f" --delta-path {root / 'delta'}"))
     return 0
@@ -224,7 +263,7 @@ def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out)
     from rich.live import Live
     from rich.text import Text
 
-    from streaming.commands.status_view import status_table
+    from streaming.commands.status_view import compact_lines
 
     gone: dict[str, dict[str, Any]] = {}
 
@@ -234,8 +273,8 @@ def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out)
     def frame():
         current = rows()
         return Group(Text(_progress_line(job, started, sim), style="bold cyan", overflow="fold"),
-                     status_table(current, title=f"consumer groups ({len(current)})", rebalances_header="REB",
-                                  compact=True))
+                     Text(f"consumer groups ({len(current)})", style="bold"),
+                     *compact_lines(current, console.width))
 
     def done() -> bool:
         return deadline is not None and time.monotonic() >= deadline
@@ -260,7 +299,8 @@ def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out)
         while not done():
             wait()
             check()
-            if time.monotonic() - last >= PLAIN_EVERY_S:
+            ending = deadline is not None and deadline - time.monotonic() < PLAIN_EVERY_S / 2
+            if time.monotonic() - last >= PLAIN_EVERY_S and not ending:  # the last one comes at the end anyway
                 last = time.monotonic()
                 print(plain_summary(rows(), _progress_line(job, started, sim)) + "\n", file=out, flush=True)
         print(plain_summary(rows(), _progress_line(job, started, sim)), file=out, flush=True)

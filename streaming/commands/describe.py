@@ -67,6 +67,8 @@ def run_describe(segments: str, until: str | None, end_offsets: str | None, as_j
     described = describe(model, ends, now)
     if as_json:
         print(json.dumps(described, ensure_ascii=False, indent=None, separators=(",", ":")))
-    else:
+    elif described["groups"]:
         print(render_text(described))
+    elif not report.problems:  # a problem was its own line already; nothing to add, not even an empty line
+        print(f"groupscope describe: no consumer groups in {segments}", file=sys.stderr)
     return 1 if report.problems else 0

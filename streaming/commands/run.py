@@ -77,11 +77,41 @@ def common_options(func):
     return func
 
 
-def configure_logging(log_level: str = "info") -> None:
-    """groupscope's lines at ``log_level``; Spark's Python bridge (py4j) at warnings: it logs one INFO line per
-    micro-batch callback, tens of thousands a day, none of them for an operator."""
+LOG_HANDLER = "groupscope"
+
+
+def configure_logging(log_level: str = "info", log_format: str = "text") -> None:
+    """groupscope's lines at ``log_level`` on stderr, one record per line; Spark's Python bridge (py4j) at warnings:
+    it logs one INFO line per micro-batch callback, tens of thousands a day, none of them for an operator.
+
+    ``log_format``: ``text`` (time, level, logger, message) or ``json``: one JSON object per line with ``time``
+    (ISO 8601, UTC, milliseconds), ``level``, ``logger`` and ``message`` (and ``exc_info`` where a record has
+    one), made by python-json-logger. The handler writes to its own copy of stderr: while Spark's JVM starts, the
+    process's stderr briefly points at the pipe that turns the JVM's output into records
+    (``streaming.spark.jvm_output``), and groupscope's own lines must not take that detour."""
     level = getattr(logging, log_level.upper())
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        stream = open(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8", errors="backslashreplace")
+    except (AttributeError, OSError, ValueError):  # a stderr without a file descriptor (captured)
+        stream = sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.set_name(LOG_HANDLER)
+    if log_format == "json":
+        from pythonjsonlogger.json import JsonFormatter
+
+        formatter = JsonFormatter("{asctime}{levelname}{name}{message}", style="{",
+                                  rename_fields={"asctime": "time", "levelname": "level", "name": "logger"})
+        formatter.converter = time.gmtime  # 2026-01-05T04:12:33.123Z
+        formatter.default_time_format, formatter.default_msec_format = "%Y-%m-%dT%H:%M:%S", "%s.%03dZ"
+        handler.setFormatter(formatter)
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == LOG_HANDLER]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.captureWarnings(True)  # Python warnings of libraries as records too, not raw text on stderr
     logging.getLogger("py4j").setLevel(max(level, logging.WARNING))
 
 
@@ -91,12 +121,23 @@ def configure_logging(log_level: str = "info") -> None:
               "SIGTERM/Ctrl-C).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True, help="groupscope's own log level (Spark's Python bridge logs warnings only).")
-def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, duration, log_level) -> None:
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text lines, or one JSON object per line (time, level, logger, message).")
+def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, duration, log_level,
+        log_format) -> None:
     """Run the streaming job against a Kafka cluster."""
     settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
                          delta_path=delta_path, checkpoint=checkpoint, master=master)
-    configure_logging(log_level)
+    configure_logging(log_level, log_format)
     from streaming.job.runner import GroupscopeJob
+
+    def fail(message: str) -> None:
+        """A start that failed: one line (a JSON record with --log-format json), then exit status 1."""
+        if log_format == "json":
+            logging.getLogger("groupscope.run").error("%s", message)
+        else:
+            click.echo(f"groupscope run: {message}", err=True)
+        sys.exit(1)
 
     job = GroupscopeJob(settings)
     try:
@@ -105,17 +146,12 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
         import errno
 
         if exc.errno != errno.EADDRINUSE:
-            click.echo(f"groupscope run: {exc}", err=True)
-        else:
-            click.echo(f"groupscope run: metrics port {settings.metrics.host}:{settings.metrics.port} is already in use "
-                       "(set --metrics-port or metrics.port)", err=True)
-        sys.exit(1)
+            fail(str(exc))
+        fail(f"metrics port {settings.metrics.host}:{settings.metrics.port} is already in use (set --metrics-port "
+             "or metrics.port)")
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
-        click.echo(f"groupscope run: {exc}", err=True)
-        sys.exit(1)
+        fail(str(exc))
     try:
-        port = job.metrics.port if job.metrics else None
-        click.echo(f"groupscope: running; metrics on :{port}, Delta tables in {settings.delta.path}", err=True)
         job.run(duration_s=duration)
     finally:
         job.stop()
@@ -160,11 +196,16 @@ def heartbeat(config, bootstrap, once) -> None:
 
 
 @click.command()
-@click.option("--config", "config", metavar="FILE", help="YAML configuration file.")
-@click.option("--delta-path", help="Directory or URI of the Delta tables.")
+@click.option("--config", "config", metavar="FILE",
+              help="YAML configuration file (status reads its delta section: path, storage_options).")
+@click.option("--delta-path", metavar="PATH",
+              help="Directory or URI of the Delta tables (default: delta.path of --config or $GROUPSCOPE_DELTA_PATH, "
+                   "else groupscope-data/delta, else the last groupscope demo's).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
 def status(config, delta_path, as_json) -> None:
-    """Show every group (state, members, lag, lag seconds, status, rebalances in the last hour) from Delta."""
+    """Show every group from the Delta tables, worst first: state, members, lag, lag seconds (>N: at least N s),
+    status, rebalances in the last hour, rebalance verdict and the reason to look. Groups gone in the last hour are
+    listed last, as deleted."""
     settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
                          checkpoint=None, master=None)
     from streaming.commands.status_view import load_status, render_status

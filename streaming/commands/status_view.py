@@ -1,21 +1,39 @@
-"""The group table of ``groupscope status`` (and the demo's live view), read back from the Delta tables."""
+"""The group table of ``groupscope status`` (read back from the Delta tables) and of the demo's live view.
+
+Two forms. The full table (a terminal wide enough for all of it, and any pipe) has a column for everything. The
+compact form (narrower terminals, and the live view at any width) keeps every column at a fixed
+width, so nothing moves from one refresh to the next and an 80-column terminal shows one line per group; the reason
+to look (WHY) takes the rest of the line when at least ``WHY_MIN_WIDTH`` columns are left, else a line of its own
+under the group's row.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from streaming.sinks.delta import DeltaSink
 
-__all__ = ["load_status", "render_status", "status_table", "verdict_columns", "sort_by_severity",
-           "format_lag_seconds"]
+__all__ = ["load_status", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
+           "format_lag_seconds", "COMPACT_COLUMNS"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
+
+# The compact form's columns: header, width, right-aligned; 77 columns in all. STATE fits every state's name
+# (RECONCILING), VERDICT every verdict's (rolling_restart).
+COMPACT_COLUMNS: tuple[tuple[str, int, bool], ...] = (
+    ("GROUP", 18, False), ("STATE", 11, False), ("MEM", 3, True), ("LAG", 7, True), ("LAG S", 7, True),
+    ("STATUS", 6, False), ("REB", 3, True), ("VERDICT", 15, False))
+WHY_MIN_WIDTH = 40
+WHY_INDENT = "  ↳ "
 
 
 def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = None,
                 now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Every group of the ``groups`` table, worst first, then the groups that left it in the last hour (deleted,
+    or their last offsets expired), marked deleted with the time they went."""
     if "://" not in delta_path and not (Path(delta_path) / "groups").exists():
         raise FileNotFoundError(f"no groups table under {delta_path} (has the job written a batch yet?)")
     sink = DeltaSink(delta_path, storage_options=storage_options)
@@ -23,19 +41,42 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
     now = now or dt.datetime.now(dt.timezone.utc)
     hour_ago = now - dt.timedelta(hours=1)
     recent: dict[str, int] = {}
+    last_event: dict[str, tuple[dt.datetime, str]] = {}
     for e in sink.read("group_events").select(["group_id", "kind", "event_time"]).to_pylist():
         t = e["event_time"]
-        if e["kind"] == "Rebalance" and t is not None and t >= hour_ago:
+        if t is None or t < hour_ago:
+            continue
+        if e["kind"] == "Rebalance":
             recent[e["group_id"]] = recent.get(e["group_id"], 0) + 1
+        if e["group_id"] not in last_event or t >= last_event[e["group_id"]][0]:
+            last_event[e["group_id"]] = (t, e["kind"])
     rows = []
     for g in groups:
         rows.append({
             "group": g["group_id"], "type": g["group_type"], "state": g["state"], "members": g["member_count"],
             "lag": g["sum_lag"], "max_lag": g["max_lag"], "lag_seconds": g["max_lag_seconds"],
+            # absent from a table no job of this version has written to yet
+            "lag_seconds_lower_bound": bool(g.get("max_lag_seconds_lower_bound")),
             "status": g["status"], "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
             "updated": g["updated_time"], **verdict_columns(g),
         })
-    return sort_by_severity(rows)
+    present = {g["group_id"] for g in groups}
+    gone = []
+    for gid, (t, kind) in sorted(last_event.items()):
+        if gid in present:
+            continue
+        what = "group deleted" if kind == "GroupDeleted" else "offsets deleted or expired"
+        gone.append(deleted_row(gid, f"{what} at {t:%H:%M:%S} UTC (no longer in __consumer_offsets)",
+                                rebalances_1h=recent.get(gid, 0), updated=t))
+    return sort_by_severity(rows) + gone
+
+
+def deleted_row(group: str, why: str, **known: Any) -> dict[str, Any]:
+    """The row of a group that is gone: listed last, marked deleted, with the reason."""
+    row = {"group": group, "type": None, "rebalances_1h": 0, "generation": None, "updated": None, **known}
+    row.update(state="DELETED", members=0, lag=None, max_lag=None, lag_seconds=None, lag_seconds_lower_bound=False,
+               status=None, storm_active=False, verdict="deleted", why=why)
+    return row
 
 
 _SEVERITY = {"ERR": 5, "REWIND": 4, "STOP": 3, "STALL": 2, "WARN": 1, "OK": 0}
@@ -62,55 +103,146 @@ def sort_by_severity(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def format_lag_seconds(r: Mapping[str, Any]) -> str:
-    """Lag in seconds; ``>`` marks a lower bound (the end offsets' history does not reach back to the committed
-    offset, so the lag is at least that old)."""
+    """Lag in seconds. ``>126`` is a lower bound: the end offsets' history does not reach back to the committed
+    offset (a group stopped long ago), so the lag is at least that old; whole seconds, as "at least" needs no
+    tenths. Tenths below 100 s only."""
     secs = r.get("lag_seconds")
     if secs is None:
         return "-"
-    return (">" if r.get("lag_seconds_lower_bound") else "") + f"{secs:,.1f}"
+    if r.get("lag_seconds_lower_bound"):
+        return f">{int(secs):,}"
+    return f"{secs:,.1f}" if secs < 100 else f"{secs:,.0f}"
 
 
-def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebalances_header: str = "REBALANCES 1H",
-                 compact: bool = False):
-    """The groups table. ``compact``: the live view's form, readable from 80 columns: no TYPE column, short
-    headers, and minimum widths so columns do not jump from one refresh to the next."""
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` with an ellipsis."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _fit_figure(text: str, width: int) -> str:
+    """A number that does not fit its column, shortened with a unit (``12,345,678`` → ``12.3M``)."""
+    if len(text) <= width:
+        return text
+    prefix = text[0] if text[0] == ">" else ""
+    try:
+        value = float(text[len(prefix):].replace(",", ""))
+    except ValueError:
+        return _fit(text, width)
+    for unit, scale in (("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)):
+        if value / scale >= 999.95 and unit != "T":
+            continue
+        for digits in (1, 0):
+            short = f"{prefix}{value / scale:.{digits}f}{unit}"
+            if len(short) <= width:
+                return short
+    return _fit(text, width)
+
+
+def _cells(r: Mapping[str, Any]) -> list[str]:
+    """A row's cells in ``COMPACT_COLUMNS`` order."""
+    return [r["group"], r.get("state") or "-", "-" if r.get("members") is None else str(r["members"]),
+            "-" if r.get("lag") is None else f"{r['lag']:,}", format_lag_seconds(r), r.get("status") or "-",
+            "-" if r.get("rebalances_1h") is None else str(r["rebalances_1h"]), r.get("verdict") or ""]
+
+
+def compact_lines(rows: Iterable[Mapping[str, Any]], width: int, *, group_width: int | None = None,
+                  wrap_why: bool = False) -> list:
+    """The compact form as lines of rich ``Text``, ``width`` columns wide at most. ``group_width``: the GROUP
+    column's width (default: fixed, for the live view; longer names end in an ellipsis). ``wrap_why``: a WHY under
+    its row is wrapped over as many lines as it needs (``status``) instead of cut to one (the live view)."""
+    from rich.text import Text
+
+    columns = list(COMPACT_COLUMNS)
+    if group_width is not None:
+        columns[0] = ("GROUP", group_width, False)
+    row_width = sum(w for _, w, _ in columns) + len(columns) - 1
+    why_width = width - row_width - 1
+    inline = why_width >= WHY_MIN_WIDTH
+
+    def line(cells: list[str], header: bool = False):
+        text = Text(style="bold" if header else "")
+        for i, (cell, (name, w, right)) in enumerate(zip(cells, columns)):
+            if i:
+                text.append(" ")
+            cell = _fit_figure(cell, w) if right else _fit(cell, w)
+            cell = cell.rjust(w) if right else cell.ljust(w)
+            if header:
+                text.append(cell)
+            elif name == "STATUS":
+                text.append(cell, style=STATUS_STYLE.get(cell.strip(), ""))
+            elif name == "VERDICT" and cell.strip() == "STORM":
+                text.append(cell, style="bold red")
+            else:
+                text.append(cell)
+        return text
+
+    head = line([name for name, _, _ in columns], header=True)
+    if inline:
+        head.append(" WHY")
+    out = [head]
+    for r in rows:
+        text = line(_cells(r))
+        why = r.get("why") or ""
+        if inline:
+            parts = (textwrap.wrap(why, why_width) if wrap_why else [_fit(why, why_width)]) if why else []
+            if parts:
+                text.append(" " + parts[0])
+            out.append(text)
+            out.extend(Text(" " * (row_width + 1) + part) for part in parts[1:])
+            continue
+        out.append(text)
+        if why:
+            room = max(10, width - len(WHY_INDENT))
+            parts = textwrap.wrap(why, room) if wrap_why else [_fit(why, room)]
+            for i, part in enumerate(parts):
+                out.append(Text((WHY_INDENT if i == 0 else " " * len(WHY_INDENT)) + part))
+    for text in out:
+        text.rstrip()
+    return out
+
+
+def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebalances_header: str = "REBALANCES 1H"):
+    """The full groups table (every column; WHY folded within 60 columns)."""
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold", pad_edge=not compact, collapse_padding=compact)
-    if compact:
-        columns = (("GROUP", "left", 12), ("STATE", "left", 6), ("MEM", "right", 3), ("LAG", "right", 6),
-                   ("LAG S", "right", 6), ("STATUS", "left", 6), (rebalances_header, "right", 3),
-                   ("VERDICT", "left", 7))
-    else:
-        columns = (("GROUP", "left", 0), ("TYPE", "left", 0), ("STATE", "left", 0), ("MEMBERS", "right", 0),
-                   ("LAG", "right", 0), ("LAG SECONDS", "right", 0), ("STATUS", "left", 0),
-                   (rebalances_header, "right", 0), ("VERDICT", "left", 0))
-    for name, justify, width in columns:
-        table.add_column(name, justify=justify, min_width=width or None, no_wrap=compact and name != "GROUP",
-                         overflow="fold")
-    table.add_column("WHY", justify="left", overflow="fold", max_width=60, min_width=10 if compact else None)
+    table = Table(title=title, header_style="bold")
+    for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
+                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right"),
+                          ("VERDICT", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    table.add_column("WHY", justify="left", overflow="fold", max_width=60)
     for r in rows:
         status = r["status"] or "-"
-        cells = [r["group"], r["type"] or "-", r["state"] or "-",
-                 str(r["members"] if r["members"] is not None else "-"),
-                 f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r),
-                 f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
-                 f"[bold red]{r.get('verdict')}[/]" if r.get("storm_active") else (r.get("verdict") or ""),
-                 r.get("why") or ""]
-        if compact:
-            del cells[1]
-        table.add_row(*cells)
+        table.add_row(r["group"], r["type"] or "-", r["state"] or "-",
+                      str(r["members"] if r["members"] is not None else "-"),
+                      f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r),
+                      f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
+                      f"[bold red]{r.get('verdict')}[/]" if r.get("storm_active") else (r.get("verdict") or ""),
+                      r.get("why") or "")
     return table
 
 
-def render_status(rows: list[dict[str, Any]]) -> None:
+def render_status(rows: list[dict[str, Any]], console=None) -> None:
+    """Prints ``rows``: the full table under a pipe or on a terminal wide enough for all of it, else the compact
+    form (the GROUP column as wide as the longest name allows, every reason in full)."""
     from rich.console import Console
 
-    console = Console()
+    console = console or Console()
     if not console.is_terminal:
         # Piped or redirected: nothing wraps the lines, so do not squeeze the table into 80 columns.
-        console = Console(width=200)
+        console = Console(width=200, file=console.file)
     if not rows:
         console.print("no groups yet")
         return
-    console.print(status_table(rows))
+    from rich.measure import Measurement
+
+    table = status_table(rows)
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if not console.is_terminal or natural <= console.width:
+        console.print(table)  # every column as wide as its content
+        return
+    others = sum(w for _, w, _ in COMPACT_COLUMNS[1:]) + len(COMPACT_COLUMNS) - 1
+    longest = max(len(r["group"]) for r in rows)
+    group_width = min(max(len("GROUP"), longest), max(COMPACT_COLUMNS[0][1], console.width - others))
+    for text in compact_lines(rows, console.width, group_width=group_width, wrap_why=True):
+        console.print(text, overflow="ignore", crop=False, soft_wrap=True)

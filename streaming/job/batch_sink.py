@@ -19,9 +19,12 @@ import pyarrow as pa
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
 from streaming.schema.tables import LAG, TABLES
 
-__all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs"]
+__all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs", "FILES_PREFIX"]
 
 log = logging.getLogger("groupscope.batch")
+
+# Step output kinds ``files:<table>`` carry the add actions of data files an executor wrote (``bulk_files``).
+FILES_PREFIX = "files:"
 
 
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -55,6 +58,8 @@ class BatchResult:
     health: list[StepHealth] = field(default_factory=list)
     written: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    # Data files executors already wrote, per table (their Delta add actions); the driver commits them.
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> BatchResult:
@@ -63,6 +68,8 @@ def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> Ba
     for _shard, kind, payload in rows:
         if kind == "health":
             result.health.append(decode_health(payload))
+        elif kind.startswith(FILES_PREFIX):
+            result.files.setdefault(kind[len(FILES_PREFIX):], []).extend(json.loads(payload))
         elif kind in TABLES or kind == METRICS_PARTITIONS:
             chunks.setdefault(kind, []).append(decode_table(payload))
         else:
@@ -86,7 +93,8 @@ class BatchSink:
         started = time.perf_counter()
         result = collect_outputs(batch_id, rows)
         if self.delta is not None:
-            result.written = self.delta.write_batch(batch_id, result.tables)
+            result.written = (self.delta.write_batch(batch_id, result.tables, result.files) if result.files
+                              else self.delta.write_batch(batch_id, result.tables))
         result.seconds = time.perf_counter() - started
         if self.metrics is not None:
             self.metrics(result)

@@ -15,9 +15,11 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from streaming.job.batch_sink import BatchResult, BatchSink
+from streaming.job.progress import query_error_line
 from streaming.config import Settings
 
 __all__ = ["GroupscopeJob", "JobStatus"]
@@ -57,10 +59,12 @@ class GroupscopeJob:
         self.sink: BatchSink | None = None
         self.maintenance = None  # DeltaMaintenance: compaction, checkpoint, vacuum in the background
         self.plan = None
+        self.catch_up = None  # CatchUpWatch: "caught up after S s", once per start
 
     # ---- lifecycle --------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._started_at = time.monotonic()
         try:
             self._start_services()
         except BaseException:
@@ -81,8 +85,13 @@ class GroupscopeJob:
             self.metrics.start()
             self._started.append(("metrics", self.metrics.stop))
             metrics_callback = self.metrics.apply
+        # Said once the metrics port is taken (a port in use stays the one line of a failed start).
+        log.info("starting: cluster %s, Kafka at %s, checkpoint %s, Delta tables in %s", s.cluster,
+                 s.kafka.get("bootstrap.servers", "?"), s.spark.checkpoint, s.delta.path)
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
             if s.delta.enabled and s.delta.writer == "deltalake" else None
+        if delta is not None:
+            _refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
         self.sink = BatchSink(delta=delta, metrics=metrics_callback, on_batch=self._after_batch)
         if delta is not None and s.delta.maintenance.enabled:
             from streaming.sinks.delta_maintenance import DeltaMaintenance
@@ -100,6 +109,7 @@ class GroupscopeJob:
         if not partitions:
             partitions = self._wait_for_offsets_topic(access)
         self.plan = JobPlan(len(partitions), s.heartbeat.topic, s.source.offsets_topic)
+        self._log_resume(access, partitions)
 
         if s.heartbeat.enabled:
             from streaming.kafka.heartbeat import HeartbeatEmitter
@@ -128,6 +138,8 @@ class GroupscopeJob:
                                    "(add io.delta:delta-spark to spark.jars.packages, or use delta.writer: deltalake)")
             self.sink.delta = DeltaSparkSink(self.spark, s.delta.path, app_id=f"groupscope-{s.cluster}")
         self._start_query()
+        log.info("running; metrics on %s, Delta tables in %s", f":{self.metrics.port}" if self.metrics else "(off)",
+                 s.delta.path)
         if self.install_signal_handlers and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop_requested.set())
@@ -167,8 +179,29 @@ class GroupscopeJob:
                 return partitions
         raise RuntimeError(f"stopped while waiting for topic {topic} to exist")
 
+    def _log_resume(self, access, partitions: list[int]) -> None:
+        """One line: where the checkpoint resumes (or a first start begins) and how far behind that is."""
+        from streaming.job.progress import CatchUpWatch, checkpoint_position, resume_line
+        from streaming.kafka.client import KafkaUnavailable
+
+        s = self.settings
+        self.catch_up = CatchUpWatch(len(partitions), log, started=self._started_at)
+        position = checkpoint_position(s.spark.checkpoint, s.source.offsets_topic)
+        try:
+            ends = access.end_offsets([(s.source.offsets_topic, p) for p in partitions])
+        except KafkaUnavailable:
+            ends = None
+        if ends is None:  # Kafka stopped answering right now: the line without the distance
+            log.info("%s", f"resumed from checkpoint at batch {position[0]}" if position else "no checkpoint yet")
+            return
+        log.info("%s", resume_line(position, {p: e.last_stable for (_, p), e in ends.items()},
+                                   {p: e.low_watermark for (_, p), e in ends.items()},
+                                   starting_offsets=s.source.starting_offsets, offsets_topic=s.source.offsets_topic))
+
     def _after_batch(self, result: BatchResult) -> None:
         self.status.batches += 1
+        if self.catch_up is not None:
+            self.catch_up.after_batch(result.health)
         self.status.last_batch = result
         if self.maintenance is not None:
             self.maintenance.after_batch(result.batch_id)
@@ -185,8 +218,9 @@ class GroupscopeJob:
             q = self.query
             if q is not None and not q.isActive:
                 exc = q.exception()
-                self.status.last_error = str(exc) if exc else "query stopped"
+                self.status.last_error = query_error_line(str(exc)) if exc else "query stopped"
                 self.status.restarts += 1
+                log.debug("streaming query stopped: %s", exc)
                 log.error("streaming query stopped (%s); restarting in %.0f s", self.status.last_error, backoff)
                 if self.stop_requested.wait(backoff):
                     break
@@ -240,3 +274,21 @@ class GroupscopeJob:
                 stop()
             except Exception as exc:  # noqa: BLE001
                 log.warning("stopping %s: %s", name, exc)
+
+
+def _refuse_tables_of_another_checkpoint(delta, checkpoint: str) -> None:
+    """A new checkpoint numbers its micro-batches from 0 again, and the Delta tables skip every batch id they have
+    already recorded (that is how a replayed batch is written once). Tables written under an earlier checkpoint
+    would therefore silently drop this one's first batches: refuse to start, in one line, instead."""
+    if "://" in checkpoint and not checkpoint.startswith("file:"):
+        return  # not a local folder: cannot tell whether it is new
+    root = Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
+    offsets = root / "offsets"
+    if offsets.is_dir() and any(offsets.iterdir()):
+        return  # resuming: the tables' batch ids continue this checkpoint's
+    written = delta.batches_written()
+    if written:
+        raise RuntimeError(
+            f"the Delta tables in {delta.root} were written under another checkpoint (up to batch "
+            f"{max(written.values())}) but the checkpoint {checkpoint} is new, so its first batches would be "
+            "skipped: point delta.path at a new folder, remove those tables, or restore their checkpoint")

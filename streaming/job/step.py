@@ -54,6 +54,10 @@ class StepConfig:
     lag_interval_ms: int = 60_000  # partition rows written to the ``lag`` table this often
     partition_rows_every_snapshot: bool = False  # partition-level metrics: partitions of re-evaluated groups
     caught_up_slack: int = 0  # records behind the offsets topic's LSO still counted as caught up
+    # Once caught up, a shard stays so while it was caught up within this long: a batch whose heartbeats were read
+    # after its records were planned looks behind for a moment on a busy or loaded job, and statuses gated on
+    # being caught up must not flap with it. A job that really falls behind for longer is reported behind.
+    caught_up_grace_ms: int = 30_000
     model: ModelConfig = field(default_factory=ModelConfig)
 
 
@@ -83,6 +87,7 @@ class _Meta:
     offsets_lso: int = -1
     last_offset: int = -1  # last __consumer_offsets offset consumed, applied or quarantined
     previous_lso: int = -1  # the stable end the heartbeat before the newest one carried
+    last_caught_up_ms: int = -1  # model time of the last batch that was caught up (-1: never)
 
     @property
     def stable_end(self) -> int:
@@ -108,7 +113,8 @@ class ShardStep:
 
     def state(self) -> bytes:
         m = self.meta
-        payload = ((m.last_full_ms, m.last_lag_ms, m.offsets_hw, m.offsets_lso, m.last_offset, m.previous_lso),
+        payload = ((m.last_full_ms, m.last_lag_ms, m.offsets_hw, m.offsets_lso, m.last_offset, m.previous_lso,
+                    m.last_caught_up_ms),
                    self.model.to_bytes())
         return _STATE_MAGIC + zlib.compress(pickle.dumps(payload, protocol=5), 1)
 
@@ -136,7 +142,7 @@ class ShardStep:
         hb_count, hb_groups = self._apply_heartbeats(heartbeats)
 
         now = self.model.now_ms if self.model.now_ms >= 0 else wall
-        caught_up = self._caught_up()
+        caught_up = self._caught_up(now)
         events = self.model.drain_events()
         tables: dict[str, pa.Table] = {}
         if commits is not None and commits.num_rows:
@@ -196,7 +202,7 @@ class ShardStep:
 
     # ------------------------------------------------------------------------------------------------------------
 
-    def _caught_up(self) -> bool:
+    def _caught_up(self, now_ms: int) -> bool:
         """Caught up when the last applied offset reached this partition's last stable offset (a read_committed
         reader cannot pass the LSO) as of the heartbeat before the newest one; with a single heartbeat so far, as of
         that one. Without a heartbeat nothing is known: not yet.
@@ -206,6 +212,9 @@ class ShardStep:
         job that is live on a busy cluster would look behind every few batches, and every status and alert gated on
         being caught up would flap. Against the previous one, caught up means "everything written up to one
         heartbeat interval ago is applied", which replaying history never is.
+
+        Even so, on a loaded job a batch can bring two heartbeats newer than its records; a shard that was caught
+        up within ``caught_up_grace_ms`` therefore stays caught up (see ``StepConfig``).
         """
         m = self.meta
         lso = m.stable_end
@@ -213,7 +222,10 @@ class ShardStep:
             return False
         if m.previous_lso >= 0:
             lso = min(lso, m.previous_lso)
-        return m.last_offset + 1 + self.config.caught_up_slack >= lso
+        if m.last_offset + 1 + self.config.caught_up_slack >= lso:
+            m.last_caught_up_ms = max(m.last_caught_up_ms, now_ms)
+            return True
+        return m.last_caught_up_ms >= 0 and now_ms - m.last_caught_up_ms <= self.config.caught_up_grace_ms
 
     def _apply_heartbeats(self, heartbeats: pa.Table) -> tuple[int, int]:
         if not heartbeats.num_rows:

@@ -20,11 +20,13 @@ from typing import Any, Iterable, Mapping
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-__all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "consumer_config", "librdkafka_logger", "with_logger"]
+__all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "Reachability", "consumer_config", "librdkafka_logger",
+           "with_logger"]
 
 LIBRDKAFKA_LOGGER = "groupscope.librdkafka"
 _CONNECT_FAILED = re.compile(r"Connect to \S+ failed: (?P<reason>[^(]+?)\s*(\(after|$)")
 _NUMBERS = re.compile(r"\d+")
+_KAFKA_ERROR = re.compile(r'KafkaError\{[^}]*?str="([^"]*)"\}')  # KafkaError{code=..,val=..,str="what"} -> what
 
 
 class _Librdkafka(logging.Filter):
@@ -80,6 +82,47 @@ def with_logger(conf: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(conf)
     out.setdefault("logger", librdkafka_logger())
     return out
+
+
+class Reachability:
+    """Says in one line when a cluster stops answering and in one line when it answers again.
+
+    Callers report each attempt (:meth:`failed`, :meth:`reached`); only the changes are logged, at WARNING both, so
+    an operator who reads warnings sees the pair: "Kafka unreachable at HOST:PORT since <time> (<reason>)" and
+    "Kafka reachable again after N s". The reason is the one librdkafka gave for its failed connections when there
+    were any (e.g. "connection refused"), else the caller's."""
+
+    def __init__(self, bootstrap: str, logger: logging.Logger, *, clock=time.time) -> None:
+        self.bootstrap = bootstrap
+        self.logger = logger
+        self.clock = clock
+        self.down_since: float | None = None
+        self._failures_seen = _FILTER.connect_failures
+
+    @property
+    def up(self) -> bool:
+        return self.down_since is None
+
+    def failed(self, reason: str, *, since: float | None = None) -> None:
+        """An attempt that began at ``since`` (default: now) did not reach the cluster."""
+        if self.down_since is not None:
+            return
+        if _FILTER.connect_failures > self._failures_seen and _FILTER.last_failure_reason:
+            reason = _FILTER.last_failure_reason.lower()
+        else:
+            reason = _KAFKA_ERROR.sub(lambda m: m.group(1), reason)
+        self.down_since = since if since is not None else self.clock()
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.down_since))
+        self.logger.warning("Kafka unreachable at %s since %s (%s)", self.bootstrap, when, reason)
+
+    def reached(self) -> None:
+        self._failures_seen = _FILTER.connect_failures
+        if self.down_since is None:
+            return
+        down_s = self.clock() - self.down_since
+        self.down_since = None
+        self.logger.warning("Kafka reachable again after %.0f s", down_s)
+
 
 # Settings a user must not override: they would break exactly-once replay or the range reads.
 _FORCED_CONSUMER = {"enable.auto.commit": "false", "enable.auto.offset.store": "false"}
@@ -148,6 +191,10 @@ class KafkaAccess:
             reason = getattr(err, "str", lambda: str(err))()
         raise KafkaUnavailable(f"cannot reach Kafka at {self.bootstrap}: {reason or 'no answer'} "
                                f"({attempts} attempts in {time.monotonic() - started:.0f} s)")
+
+    def poll_logs(self) -> None:
+        """Hands librdkafka's log lines queued by the admin client to the logger (and its failure counter)."""
+        self._admin.poll(0)
 
     def topics(self) -> dict[str, int]:
         """Every topic with its partition count."""

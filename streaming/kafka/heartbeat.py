@@ -3,8 +3,9 @@
 The stateful model only sees what arrives on Kafka, so end offsets come to it as data, stamped with the emitter's
 clock: lag for silent groups, a steady tick for stall/stop detection and time lag, and the high watermark and LSO
 of ``__consumer_offsets`` itself so the job can say how far behind it is and why. Runs as a thread in the driver of
-``groupscope run`` or alone as ``groupscope heartbeat``. A failed tick is reported and retried; it never stops the
-thread.
+``groupscope run`` or alone as ``groupscope heartbeat``. A failed tick is retried and never stops the thread; an
+outage is said once when it begins and once when it ends (:class:`~.client.Reachability`), the failed ticks in
+between only at DEBUG.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from streaming.schema.heartbeat_format import encode_heartbeats
-from .client import KafkaAccess, KafkaUnavailable
+from .client import KafkaAccess, KafkaUnavailable, Reachability
 
 __all__ = ["HeartbeatEmitter", "EmitterStatus", "config_fixes"]
 
@@ -54,6 +55,7 @@ class HeartbeatEmitter:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.access = KafkaAccess(kafka)
+        self.reachability = Reachability(self.access.bootstrap, log)
         self.topic = topic
         self.interval_s = interval_s
         self.include = re.compile(include)
@@ -198,6 +200,7 @@ class HeartbeatEmitter:
         return out
 
     def tick(self) -> bool:
+        began = time.time()
         try:
             if self._producer is None:
                 if not self.ensure_topic():
@@ -219,11 +222,16 @@ class HeartbeatEmitter:
             with self._lock:
                 s = self._status
                 self._status = EmitterStatus(s.ticks, s.failures + 1, s.last_tick_ms, str(exc), False, s.partitions)
-            log.warning("heartbeat tick failed: %s", exc)
+            if self.reachability.up:
+                self.access.poll_logs()  # librdkafka's own reason for the failed connections, if it has one
+                self.reachability.failed(_one_line(exc), since=began)
+            else:
+                log.debug("heartbeat tick failed: %s", exc)
             return False
         with self._lock:
             s = self._status
             self._status = EmitterStatus(s.ticks + 1, s.failures, now_ms, None, True, len(rows))
+        self.reachability.reached()
         return True
 
 

@@ -121,9 +121,12 @@ def render_text(described: dict) -> str:
     """Plain text like ``kafka-consumer-groups.sh --describe --members --verbose`` then ``--offsets``."""
     lines: list[str] = []
     for gid, g in described["groups"].items():
-        lines.append(f"GROUP {gid}  TYPE {g['type']}  STATE {g['state']}  ASSIGNOR {g['partition_assignor'] or '-'}"
-                     f"  {'EPOCH ' + str(g['group_epoch']) if g['group_epoch'] is not None else 'GENERATION ' + str(g['generation'])}"
-                     f"  REBALANCES {g['rebalances']}  STATUS {g['status']}")
+        # The group's own line, as a table like kafka-consumer-groups.sh --describe --state: values under headers.
+        epoch = ("EPOCH", g["group_epoch"]) if g["group_epoch"] is not None else ("GENERATION", g["generation"])
+        lines.extend(_table(["GROUP", "TYPE", "STATE", "ASSIGNOR", epoch[0], "#MEMBERS", "REBALANCES", "STATUS"],
+                            [[gid, str(g["type"]), str(g["state"]), g["partition_assignor"] or "-", str(epoch[1]),
+                              str(len(g["members"])), str(g["rebalances"]), str(g["status"])]]))
+        lines.append("")
         if g["members"]:
             static = any(m["group_instance_id"] for m in g["members"])
             header = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + [
@@ -156,4 +159,4 @@ def render_text(described: dict) -> str:
             lines.extend(_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                                  "CONSUMER-ID", "HOST", "CLIENT-ID"], rows))
             lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n")

@@ -146,6 +146,9 @@ GROUPS = pa.schema(
         ("sum_lag", pa.int64()),
         ("max_lag", pa.int64()),
         ("max_lag_seconds", pa.float64()),
+        # a partition's lag seconds is only a lower bound (its committed offset is older than the end-offset
+        # history, e.g. a group stopped long ago), so max_lag_seconds is "at least" that
+        ("max_lag_seconds_lower_bound", pa.bool_()),
         ("status", pa.string()),
         ("data_loss_partitions", pa.int32()),
         ("rebalances", pa.int64()),
@@ -271,6 +274,8 @@ def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: b
         "sum_lag": snapshot.sum_lag,
         "max_lag": snapshot.max_lag,
         "max_lag_seconds": snapshot.max_lag_seconds,
+        "max_lag_seconds_lower_bound": any(p.lag_seconds_lower_bound for p in snapshot.partitions
+                                           if p.lag_seconds is not None),
         "status": snapshot.status.name,
         "data_loss_partitions": sum(1 for p in snapshot.partitions if p.data_loss_risk),
         "rebalances": snapshot.rebalances,

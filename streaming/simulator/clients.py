@@ -105,6 +105,7 @@ class SimConsumer:
         self.alive = False
         self.stalled = False
         self.paused = False  # eager rebalance in progress: nothing is fetched
+        self.held: frozenset[TP] = frozenset()  # partitions the application paused: no progress, still committed
         self.stalled_until_leave: int | None = None
         self.in_group = False
         self._last_ms = sim.sched.now_ms
@@ -175,6 +176,17 @@ class SimConsumer:
         life = self._session
         self.stalled_until_leave = self.sim.sched.now_ms + self.config.max_poll_interval_ms
         self.sim.sched.at(self.stalled_until_leave, lambda: self._max_poll_exceeded(life))
+
+    def hold_partitions(self) -> None:
+        """The application pauses its assigned partitions (``consumer.pause``) but keeps polling and committing:
+        it stays in the group and commits the same offsets again and again while the lag grows (a STALL)."""
+        self._progress()
+        self.held = frozenset(self.assigned)
+
+    def release_partitions(self) -> None:
+        """``consumer.resume`` of the held partitions: progress goes on from where it stopped."""
+        self._progress()
+        self.held = frozenset()
 
     def resume(self) -> None:
         """The application polls again: a client that left on max.poll.interval rejoins as a new member."""
@@ -329,6 +341,8 @@ class SimConsumer:
         budget = self.config.capacity * dt / 1000.0 / len(self.positions)
         topics = self.sim.topics
         for tp, pos in self.positions.items():
+            if tp in self.held:
+                continue
             end = topics[tp[0]].end_offset(tp[1], now)
             if pos < end:
                 pos += budget

@@ -27,6 +27,8 @@ from typing import Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from streaming.kafka.client import with_logger
+
 from .sinks import Append, Marker
 
 __all__ = ["KafkaSink"]
@@ -65,10 +67,12 @@ class KafkaSink:
         self.messages = 0
 
     def _conf(self, **extra) -> dict:
+        """A client's settings; its librdkafka log lines go through Python logging (``groupscope.librdkafka``, as
+        the job's), never raw to the terminal."""
         conf = {"bootstrap.servers": self.bootstrap_servers, "log_level": "3", "linger.ms": "5"}
         conf.update(self.config)
         conf.update(extra)
-        return conf
+        return with_logger(conf)
 
     def open(self, topics: Mapping[str, int], offsets_partitions: int) -> dict[tuple[str, int], int]:
         wanted = {self.offsets_topic: offsets_partitions, **topics}

@@ -4,7 +4,8 @@ itself (the docker-compose stack, integration tests with ``GROUPSCOPE_KAFKA_BOOT
 :func:`plan` turns scenario names into consumer specs (classic range / roundrobin / cooperative-sticky groups,
 ``group.protocol=consumer`` groups, slow and stalled consumers); :func:`consumer_config` maps a spec to librdkafka
 settings. Both are pure. :class:`RealConsumerRunner` runs them: one producer thread feeding the topics at their
-rates and one thread per consumer, polling and committing as the spec says.
+rates and one thread per consumer, polling and committing as the spec says. Their librdkafka log lines go through
+Python logging (``groupscope.librdkafka``), never raw to the terminal.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
+
+from streaming.kafka.client import with_logger
 
 from .scenarios import resolve
 from .topics import TopicSpec
@@ -114,7 +117,7 @@ class RealConsumerRunner:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         if self.create_topics and self.topics:
-            admin = AdminClient({"bootstrap.servers": self.bootstrap, **self.extra})
+            admin = AdminClient(with_logger({"bootstrap.servers": self.bootstrap, **self.extra}))
             futures = admin.create_topics([NewTopic(t.name, t.partitions, 1) for t in self.topics])
             for f in futures.values():
                 try:
@@ -135,7 +138,7 @@ class RealConsumerRunner:
     def _produce(self) -> None:
         from confluent_kafka import Producer
 
-        prod = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": "20", **self.extra})
+        prod = Producer(with_logger({"bootstrap.servers": self.bootstrap, "linger.ms": "20", **self.extra}))
         t0 = time.monotonic()
         sent: dict[tuple[str, int], int] = {}
         while not self._stop.wait(0.2):
@@ -153,7 +156,7 @@ class RealConsumerRunner:
         from confluent_kafka import Consumer, KafkaException
 
         try:
-            c = Consumer(consumer_config(spec, self.bootstrap, self.extra))
+            c = Consumer(with_logger(consumer_config(spec, self.bootstrap, self.extra)))
             c.subscribe(list(spec.topics))
             t0 = time.monotonic()
             n = 0

@@ -131,6 +131,19 @@ def _stalled(sim):
     sim.at(90, ms[1].resume)
 
 
+# ---- paused: a member pauses its partitions and re-commits the same offsets while lag grows ----------------------
+
+PAUSED_S = (20.0, 100.0)  # the member pauses its partitions, resumes them
+
+
+def _paused(sim):
+    # stalled_consumer's stl-stall: commit() of every assigned partition every 5 s, two of them paused, so the same
+    # offsets are committed again and again while their lag grows.
+    ms = _members(sim, 2, "paused", ("paused-events",), assignor="range", commit="sync", commit_interval_ms=5000)
+    sim.at(PAUSED_S[0], ms[0].hold_partitions)
+    sim.at(PAUSED_S[1], ms[0].release_partitions)
+
+
 # ---- stopped: every member closes; the group is Empty and its lag grows -----------------------------------------
 
 def _stopped(sim):
@@ -314,6 +327,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _t((TopicSpec("lagging-clicks", 4, 100.0), 0)), _lagging),
     Scenario("stalled", "a member stops polling at 20 s, leaves on max.poll.interval.ms (30 s), resumes at 90 s",
              _t((TopicSpec("stalled-events", 6, 20.0), 0)), _stalled),
+    Scenario("paused", "a member pauses its partitions at 20 s and re-commits the same offsets every 5 s while "
+             "their lag grows; resumes them at 100 s",
+             _t((TopicSpec("paused-events", 4, 20.0), 0)), _paused),
     Scenario("stopped", "every member closes at 30 s: the group is Empty and its lag grows",
              _t((TopicSpec("stopped-logs", 4, 20.0), 0)), _stopped),
     Scenario("idle-then-stop", "a topic idle from 30 s to 150 s under live consumers (one commits nothing while "

@@ -18,8 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction
 
 from streaming.schema.tables import PARTITION_COLUMNS, TABLES, batch_tables, last_row_per_group
+
+from .delta_files import add_action_fields, row_count
 
 __all__ = ["DeltaSink"]
 
@@ -30,6 +33,9 @@ class DeltaSink:
     def __init__(self, root: str | Path, *, app_id: str = "groupscope", storage_options: Mapping[str, str] | None = None
                  ) -> None:
         self.root = str(root).rstrip("/")
+        if "://" not in self.root:
+            # Absolute: executors that write data files (``delta_files``) run in other working directories.
+            self.root = str(Path(self.root).resolve())
         self.app_id = app_id
         self.storage_options = dict(storage_options or {}) or None
         # One lock per table, held by a batch's write and by maintenance (``delta_maintenance``): a compaction that
@@ -47,17 +53,58 @@ class DeltaSink:
         except TableNotFoundError:
             return None
 
+    def batches_written(self) -> dict[str, int]:
+        """The last micro-batch id each existing table recorded for this app id (tables never written: absent)."""
+        out = {}
+        for name in TABLES:
+            version = self.written_version(name)
+            if version is not None:
+                out[name] = version
+        return out
+
     def written_version(self, table: str) -> int | None:
         dt = self._open(table)
         return None if dt is None else dt.transaction_version(self.app_id)
 
-    def write_batch(self, batch_id: int, tables: Mapping[str, pa.Table]) -> dict[str, int]:
-        """Writes every non-empty table of one micro-batch; returns rows written per table (0 = skipped)."""
+    def write_batch(self, batch_id: int, tables: Mapping[str, pa.Table],
+                    files: Mapping[str, list[dict]] | None = None) -> dict[str, int]:
+        """Writes every non-empty table of one micro-batch, and commits the data files executors already wrote
+        for others (``files``: table → add actions, see ``delta_files``); returns rows written per table (0 =
+        skipped: this batch had already reached the table before a restart)."""
         written: dict[str, int] = {}
         for name, table in batch_tables(tables):
             with self.locks[name]:
                 written[name] = self._write_table(batch_id, name, table)
+        for name, actions in (files or {}).items():
+            if actions:
+                with self.locks[name]:
+                    written[name] = written.get(name, 0) + self.commit_files(batch_id, name, actions)
         return written
+
+    def prepare_append_tables(self, names: list[str]) -> None:
+        """Creates the append-only tables ``names`` (empty) or adds the columns this version has and the table
+        lacks, before any executor writes files for them: files written elsewhere must match the table's schema,
+        and a commit of ready-made files cannot evolve it."""
+        for name in names:
+            with self.locks[name]:
+                write_deltalake(self.path(name), TABLES[name].empty_table(), mode="append",
+                                partition_by=PARTITION_COLUMNS[name] or None, storage_options=self.storage_options,
+                                schema_mode="merge")
+
+    def commit_files(self, batch_id: int, name: str, actions: list[dict]) -> int:
+        """Commits data files written by executors in one transaction, unless this batch already reached the
+        table; returns the rows committed."""
+        dt = self._open(name)
+        if dt is None:
+            raise RuntimeError(f"Delta table {self.path(name)} does not exist; prepare_append_tables creates it")
+        done = dt.transaction_version(self.app_id)
+        if done is not None and done >= batch_id:
+            return 0  # replayed batch: its files stay unreferenced and vacuum removes them
+        commit = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
+        dt.create_write_transaction([AddAction(**add_action_fields(a)) for a in actions], mode="append",
+                                    schema=TABLES[name], partition_by=PARTITION_COLUMNS[name] or None,
+                                    commit_properties=commit)
+        return row_count(actions)
 
     def _write_table(self, batch_id: int, name: str, table: pa.Table) -> int:
         """Writes one table of a batch unless this batch already reached it; returns the rows written."""

@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from socketserver import ThreadingMixIn
 from typing import Any, Literal, NamedTuple, Protocol
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ..model.rules import Status
+from .http_server import BackgroundHttpServer
 
 __all__ = [
     "MetricSpec",
@@ -316,19 +315,29 @@ class MonitorHealth:
 
 
 class PartitionFigures(NamedTuple):
-    """What the partition series need of a ``LAG`` row, and nothing more: a driver may hold one per partition of
-    every group (a NamedTuple is a fraction of the row dict's size)."""
+    """What the partition series and the HTTP API (``streaming.api``) need of a ``LAG`` row, and nothing more: a
+    driver may hold one per partition of every group (a NamedTuple is a fraction of the row dict's size). Owner ids
+    and reasons repeat across partitions, so they are interned: one string per member or reason, not per row."""
 
     lag: float | None
     lag_seconds: float | None
     committed_offset: float | None
     log_end_offset: float | None
     status: float | None
+    owner: str | None = None  # member id holding the partition
+    commit_time: float | None = None  # Unix seconds of the committed offset's commit
+    lag_seconds_lower_bound: bool | None = None
+    data_loss_risk: bool | None = None
+    status_reason: str | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> PartitionFigures:
+        owner, reason = row.get("owner"), row.get("status_reason")
         return cls(_number(row.get("lag")), _number(row.get("lag_seconds")), _number(row.get("committed_offset")),
-                   _number(row.get("log_end_offset")), _status(row.get("status")))
+                   _number(row.get("log_end_offset")), _status(row.get("status")),
+                   sys.intern(str(owner)) if owner else None, _seconds(row.get("commit_time")),
+                   row.get("lag_seconds_lower_bound"), row.get("data_loss_risk"),
+                   sys.intern(str(reason)) if reason else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -657,22 +666,7 @@ def _family(spec: MetricSpec) -> Metric:
 # The HTTP endpoint
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    """One thread per request, so a slow scrape never blocks ``/ready`` probes."""
-
-    daemon_threads = True
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Scrapes every few seconds would flood stderr; errors still surface as HTTP statuses."""
-
-
-class MetricsServer:
+class MetricsServer(BackgroundHttpServer):
     """Serves ``/metrics`` (an explicit registry), ``/ready`` (200 once caught up, else 503) and ``/healthz``.
 
     Constructing binds nothing; :meth:`start` binds (``port=0`` picks a free port, see :attr:`port`) and serves
@@ -685,11 +679,8 @@ class MetricsServer:
                  max_batch_age_s: float | None = None, max_heartbeat_age_s: float | None = None) -> None:
         """``max_batch_age_s`` / ``max_heartbeat_age_s``: past these, ``/ready`` says 503 with the reason even when
         caught up, so a job whose query hangs or whose heartbeats stopped is not reported ready (None: no limit)."""
-        if not 0 <= port <= 65535:
-            raise ValueError(f"port must be 0..65535, got {port}")
+        super().__init__(host=host, port=port)
         self.state = state
-        self.host = host
-        self._port = port
         self.clock = clock
         self.max_batch_age_s = max_batch_age_s
         self.max_heartbeat_age_s = max_heartbeat_age_s
@@ -702,20 +693,8 @@ class MetricsServer:
 
             ProcessCollector(registry=self.registry)  # process_* of the driver (memory, CPU, open files)
         self._metrics_app = make_wsgi_app(self.registry)
-        self._httpd: WSGIServer | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def port(self) -> int:
-        """The bound port once started (the ephemeral one for ``port=0``), else the configured one."""
-        return self._httpd.server_address[1] if self._httpd is not None else self._port
-
-    @property
-    def url(self) -> str:
-        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else ("[::1]" if self.host == "::" else self.host)
-        if ":" in host and not host.startswith("["):
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+    thread_name = "groupscope-metrics"
 
     def start(self) -> MetricsServer:
         """Binds and serves in a daemon thread.
@@ -724,33 +703,8 @@ class MetricsServer:
             OSError: the address is in use or cannot be bound.
             RuntimeError: already started.
         """
-        if self._httpd is not None:
-            raise RuntimeError("metrics server already started")
-        server_class = _Server6 if ":" in self.host else _Server
-        httpd = make_server(self.host, self._port, self._app, server_class=server_class,
-                            handler_class=_QuietHandler)
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=f"groupscope-metrics-{self.port}", daemon=True)
-        self._thread.start()
+        self._serve()
         return self
-
-    def stop(self) -> None:
-        """Stops serving and closes the listening socket; safe to call twice."""
-        httpd, thread = self._httpd, self._thread
-        self._httpd = self._thread = None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-
-    def __enter__(self) -> MetricsServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def not_ready_reason(self) -> str | None:
         """Why ``/ready`` is 503 (None: ready). Staleness first: a stalled job must not hide behind "catching up"."""

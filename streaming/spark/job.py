@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from streaming.job.batch_sink import BatchSink
+from streaming.job.bulk_files import write_bulk_tables
 from ..config import Settings
 from ..model.verdicts import RebalanceConfig
 from ..model.rules import Thresholds
@@ -18,7 +20,7 @@ from streaming.job.step import StepConfig
 from .source import KafkaRangeSource
 from .stateful import OUTPUT_DDL, STATE_DDL, make_state_function
 
-__all__ = ["JobPlan", "step_config", "start_query"]
+__all__ = ["JobPlan", "step_config", "start_query", "executor_written_tables"]
 
 log = logging.getLogger("groupscope.job")
 
@@ -47,9 +49,22 @@ def step_config(settings: Settings) -> StepConfig:
         offsets_topic=settings.source.offsets_topic,
         snapshot_interval_ms=int(m.snapshot_interval_seconds * 1000),
         lag_interval_ms=int(m.lag_interval_seconds * 1000),
-        partition_rows_every_snapshot=settings.metrics.partition_metrics,
+        partition_rows_every_snapshot=settings.partition_rows_on_driver,
         model=ModelConfig(thresholds=thresholds, rebalance=rebalance, end_offset_history=m.end_offset_history),
     )
+
+
+BULK_TABLES = frozenset({"commits", "lag"})
+
+
+def executor_written_tables(settings: Settings, sink: BatchSink) -> frozenset[str]:
+    """The tables whose data files the executors write (none when the driver must write everything)."""
+    d = settings.delta
+    delta = getattr(sink, "delta", None)
+    if not (d.enabled and d.write_on_executors and d.writer == "deltalake" and not d.storage_options
+            and delta is not None and hasattr(delta, "prepare_append_tables")):
+        return frozenset()
+    return BULK_TABLES
 
 
 def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
@@ -97,7 +112,18 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
         timeoutConf=GroupStateTimeout.ProcessingTimeTimeout,
     )
 
+    bulk = executor_written_tables(settings, sink)
+    if bulk:
+        sink.delta.prepare_append_tables(sorted(bulk))
+        write = partial(write_bulk_tables, delta_root=sink.delta.root, tables=bulk,
+                        also_to_driver=frozenset({"lag"}) if settings.partition_rows_on_driver else frozenset())
+        log.info("executors write the data files of %s; the driver commits them", ", ".join(sorted(bulk)))
+
     def foreach_batch(df, batch_id: int) -> None:
+        if bulk:
+            # One action over the step's output: the executors write the bulk tables' files and send back their
+            # add actions with the remaining (small) payloads.
+            df = df.mapInArrow(write, df.schema)
         # Arrow, not Row objects: the payloads (Arrow IPC of the shard steps' tables) reach the driver as buffers.
         out = df.toArrow()
         rows = list(zip(out.column("shard").to_pylist(), out.column("kind").to_pylist(),

@@ -59,9 +59,11 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
     """Builds (or reuses) the session.
 
     ``jvm_log``: a file that takes the JVM's (and Spark's Python workers') own stderr instead of the terminal, so
-    an interactive view is not interleaved with Java output. Ctrl-C stays with the caller: PySpark's SIGINT
-    handler (cancel every Spark job, then raise) would fail the batch in flight and print Java stack traces, so the
-    handler in place before the session started is put back; the caller stops the query cleanly instead.
+    an interactive view is not interleaved with Java output; without one, that output becomes records of the
+    ``groupscope.jvm`` logger (:mod:`streaming.spark.jvm_output`), start-up chatter dropped. Ctrl-C stays with the
+    caller: PySpark's SIGINT handler (cancel every Spark job, then raise) would fail the batch in flight and print
+    Java stack traces, so the handler in place before the session started is put back; the caller stops the query
+    cleanly instead.
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers must run the interpreter that has groupscope installed, not whatever "python3" is on PATH.
@@ -83,20 +85,29 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
         builder = builder.config(key, value)
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if main else None
-    saved_stderr = None
+    # The JVM inherits fd 2 when it is launched: point fd 2 at the log file, or at the pipe that turns the JVM's
+    # output into groupscope log records (see jvm_output), for the launch only.
+    from streaming.spark.jvm_output import JvmOutput
+
+    output = None
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
     if jvm_log is not None:
-        # The JVM inherits fd 2 when it is launched: point fd 2 at the log file for the launch only.
-        sys.stderr.flush()
-        saved_stderr = os.dup(2)
         log_fd = os.open(jvm_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(log_fd, 2)
+    else:
+        output = JvmOutput().start()
+        log_fd = output.write_fd
+    os.dup2(log_fd, 2)
+    if output is None:
         os.close(log_fd)
     try:
         spark = builder.getOrCreate()
     finally:
-        if saved_stderr is not None:
-            os.dup2(saved_stderr, 2)
-            os.close(saved_stderr)
+        sys.stderr.flush()
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        if output is not None:
+            output.close_writer()  # the reader ends when the JVM (or, if none was started, nobody) holds the pipe
         if main and previous is not None:
             signal.signal(signal.SIGINT, previous)
     spark.sparkContext.setLogLevel("ERROR")

@@ -50,6 +50,7 @@ from streaming.simulator.scenarios import (
     IDLE_S,
     KIP848_FLAPPING_S,
     KIP848_RESTARTS_S,
+    PAUSED_S,
     ROLLING_RESTARTS_S,
     STORM_FLAPPING_S,
 )
@@ -236,6 +237,25 @@ def test_lagging_with_five_second_auto_commit_stays_warn(tmp_path):
     # the consumer catches up.
     run = record(tmp_path, ["lagging"], 2, 185)
     meets(run, lagging_labels(run, "lagging-autocommit", 4))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_paused_partitions_recommitted_are_stall_like_stalled_consumer(tmp_path, seed):
+    run = record(tmp_path, ["paused"], seed, 160)
+    hold, release = (run.ms(x) for x in PAUSED_S)
+    holder = next(c for c in run.sim.clients if c.config.client_id == "paused-m1")
+    held = {f"{t}:{p}" for t, p in holder.assigned}
+    others = {f"paused-events:{p}" for p in range(4)} - held
+    assert held and others, "both members own partitions"
+    labels = [never("paused", ["storm", "rolling_restart"], "members joined once and stayed")]
+    for tp in sorted(held):
+        labels.append(status("paused", tp, "STALL", hold + 45_000, release, ["OK", "STOP"],
+                             "the member re-commits the same offset every 5 s while the lag grows", event_ms=hold))
+        labels.append(status("paused", tp, "OK", release + 45_000, run.end_ms, NOT_HEALTHY,
+                             "resumed and caught up", event_ms=release))
+    for tp in sorted(others):
+        labels.append(status("paused", tp, "OK", hold, run.end_ms, NOT_HEALTHY, "the other member keeps up"))
+    meets(run, labels)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

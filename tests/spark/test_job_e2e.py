@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from contextlib import ExitStack
 
 import pytest
 
@@ -17,6 +18,7 @@ from streaming.model.describe import describe
 from streaming.job.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
+from .standalone import executor_count, standalone_cluster
 from .harness import HEARTBEAT, OFFSETS, capture_rows, fill_topic, job_settings, oracle_model, produce_capture, read_committed
 
 pytestmark = pytest.mark.spark
@@ -50,13 +52,35 @@ def wait_for(predicate, timeout_s: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def job_run(cluster, tmp_path_factory):
-    root = tmp_path_factory.mktemp("job")
-    settings = job_settings(cluster.bootstrap_servers, root, metrics={"enabled": False})
-    job = GroupscopeJob(settings, install_signal_handlers=False)
+@pytest.fixture(scope="module", params=["local", "standalone"])
+def job_run(request, cluster, tmp_path_factory):
+    """The whole job once in local mode and once on a Spark standalone cluster (a master and two one-core workers
+    on loopback): the same assertions hold for both."""
+    root = tmp_path_factory.mktemp(f"job-{request.param}")
+    with ExitStack() as stack:
+        spark = {}
+        if request.param == "standalone":
+            master = stack.enter_context(standalone_cluster(root / "spark-cluster", workers=2))
+            spark = {"master": master, "shuffle_partitions": 2, "conf": {"spark.executor.memory": "768m",
+                                                                         "spark.cores.max": "2"}}
+        settings = job_settings(cluster.bootstrap_servers, root, metrics={"enabled": False}, spark=spark)
+        return _run_job(settings, standalone=request.param == "standalone")
+
+
+def _run_job(settings, *, standalone: bool):
+    executor_files: list[int] = []
+
+    class CountingJob(GroupscopeJob):
+        def _after_batch(self, result):
+            executor_files.append(len(result.files.get("commits", [])))
+            super()._after_batch(result)
+
+    job = CountingJob(settings, install_signal_handlers=False)
     job.start()
     try:
+        if standalone:
+            wait_for(lambda: executor_count(job.spark) == 2, 180, "two executors on the standalone cluster")
+
         def caught_up():
             last = job.status.last_batch
             return last is not None and last.health and all(h.caught_up for h in last.health) and job.status.batches > 3
@@ -65,6 +89,8 @@ def job_run(cluster, tmp_path_factory):
     finally:
         job.request_stop()
         job.stop()
+    # The commits table's data files were written by the executors, not the driver.
+    assert sum(executor_files) > 0, "no batch carried executor-written commit files"
     return settings, DeltaSink(settings.delta.path, app_id=f"groupscope-{settings.cluster}")
 
 

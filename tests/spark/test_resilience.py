@@ -1,12 +1,22 @@
 """Bad input and an unreachable broker: the query never stops; garbage is quarantined with its reason; a broker
-outage is survived and processing resumes."""
+outage is survived and processing resumes; ``groupscope run`` says an outage in two lines and /ready follows it."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
 import struct
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
+import yaml
 from confluent_kafka import Producer
 
 from protocol import partition_for
@@ -17,6 +27,8 @@ from streaming.job.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
 from .harness import HEARTBEAT, OFFSETS, job_settings
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.spark
 
@@ -96,3 +108,97 @@ def test_garbage_is_quarantined_and_an_outage_is_survived(tmp_path):
             job.request_stop()
             runner.join(60)
             job.stop()
+
+
+def ready_status(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0  # not listening (yet)
+
+
+OUTAGE_S = 30
+READY_MAX_HEARTBEAT_AGE_S = 10
+
+
+def test_a_30_s_outage_is_two_lines_and_a_503_that_clears(tmp_path):
+    """``groupscope run`` as an operator runs it (JSON logs); the broker goes down for 30 s. /ready turns 503 within
+    its configured heartbeat age (plus a heartbeat's timeout and a batch), the job writes fewer than 20 lines for the
+    whole outage, one when Kafka goes and one when it is back, and /ready is 200 again afterwards. Every line the
+    job wrote, from start to stop, is one JSON object with time, level, logger and message."""
+    shard = partition_for("resilient", 50)
+    port = free_port()
+    with MockCluster(1) as mc:
+        mc.create_topic(OFFSETS, 50)
+        mc.create_topic(HEARTBEAT, 1)
+        mc.create_topic("events", 1)
+        produce(mc.bootstrap_servers, [good_commit(1)], shard)
+        config = tmp_path / "groupscope.yaml"
+        config.write_text(yaml.safe_dump({
+            "cluster": "outage",
+            "kafka": {"bootstrap.servers": mc.bootstrap_servers},
+            "spark": {"checkpoint": str(tmp_path / "cp"), "trigger_seconds": 0.5, "shuffle_partitions": 2},
+            "delta": {"path": str(tmp_path / "delta")},
+            "metrics": {"host": "127.0.0.1", "port": port,
+                        "ready_max_heartbeat_age_seconds": READY_MAX_HEARTBEAT_AGE_S},
+            "heartbeat": {"interval_seconds": 1.0},
+            "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 1.0},
+        }))
+        log = tmp_path / "job.log"
+        job = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--config", str(config),
+                                "--log-format", "json"],
+                               cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for(lambda: job.poll() is None and ready_status(port) == 200, 180, "/ready 200 before the outage")
+            time.sleep(3)  # whatever the start says is said by now
+            before = len(log.read_text().splitlines())
+
+            mc.set_broker_down(1)
+            down_at = time.monotonic()
+            wait_for(lambda: ready_status(port) == 503, READY_MAX_HEARTBEAT_AGE_S + 15, "/ready 503 in the outage")
+            to_503 = time.monotonic() - down_at
+            time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down_at)))
+            mc.set_broker_up(1)
+            wait_for(lambda: ready_status(port) == 200, 90, "/ready 200 after the outage")
+            time.sleep(5)  # late words about the outage would come now
+            assert job.poll() is None, "the job must ride out the outage"
+        finally:
+            job.send_signal(signal.SIGTERM)
+            try:
+                job.wait(90)
+            except subprocess.TimeoutExpired:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait(30)
+        lines = log.read_text().splitlines()
+        records = []
+        for line in lines:
+            record = json.loads(line)  # fails the test on any line that is not JSON
+            assert set(record) >= {"time", "level", "logger", "message"}, line
+            records.append(record)
+        messages = [r["message"] for r in records]
+        during = messages[before:]
+        shown = "\n".join(lines[before:])
+        assert to_503 <= READY_MAX_HEARTBEAT_AGE_S + 15, to_503
+        assert len(during) < 20, f"{len(during)} lines during the outage:\n{shown}"
+        down = [m for m in during if m.startswith("Kafka unreachable at")]
+        up = [m for m in during if m.startswith("Kafka reachable again after")]
+        assert len(down) == 1 and len(up) == 1, shown
+        assert re.fullmatch(rf"Kafka unreachable at {re.escape(mc.bootstrap_servers)} since "
+                            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(.+\)", down[0]), down[0]
+        outage = float(re.fullmatch(r"Kafka reachable again after (\d+) s", up[0]).group(1))
+        assert OUTAGE_S - 12 <= outage <= OUTAGE_S + 15, up[0]
+        assert any(m.startswith("starting: cluster outage") for m in messages), messages
+        assert any(m.startswith("caught up after") for m in messages), messages
+        assert not any("Traceback" in line for line in lines), shown
+        assert not any("incubator" in m for m in messages), "the JVM's start-up warning stays off the terminal"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,15 +1,19 @@
 """Hard kills: ``groupscope run`` is killed with SIGKILL in the middle of micro-batches, several times, while records
-keep arriving. After the last restart catches up, no row of any Delta table is lost or written twice."""
+keep arriving. After the last restart catches up, no row of any Delta table is lost or written twice. And a job
+killed after it counted rebalances, storms and rolling restarts serves the same counters after its restart."""
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -120,3 +124,110 @@ def test_kill_9_during_batches_loses_and_duplicates_nothing(tmp_path):
         assert set(rows) == set(oracle)
         for gid, want_group in oracle.items():
             assert rows[gid]["partition_count"] == len(want_group["offsets"])
+
+
+# Every per-group counter family of /metrics: they come from the checkpointed model, never from a process's memory.
+COUNTERS = ("kafka_consumergroup_rebalances_total", "kafka_consumergroup_rebalance_storms_total",
+            "kafka_consumergroup_rolling_restarts_total", "kafka_consumergroup_scale_outs_total",
+            "kafka_consumergroup_scale_ins_total", "kafka_consumergroup_rebalance_partitions_moved_total",
+            "kafka_consumergroup_rebalance_causes_total")
+_SERIES = re.compile(r"^(?P<name>kafka_consumergroup_\w+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.M)
+
+
+def counters(port: int) -> dict[tuple[str, str], float]:
+    """``{(family, labels): value}`` of every per-group counter series on /metrics (empty while not serving)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return {}
+    return {(m["name"], m["labels"]): float(m["value"]) for m in _SERIES.finditer(text) if m["name"] in COUNTERS}
+
+
+def ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.HTTPError, OSError):
+        return False
+
+
+def stable_counters(port: int, job: subprocess.Popen, log: Path, timeout_s: float) -> dict[tuple[str, str], float]:
+    """The counters once the job is ready and three scrapes 3 s apart agree."""
+    deadline = time.time() + timeout_s
+    seen: list[dict] = []
+    while time.time() < deadline:
+        assert job.poll() is None, f"the job exited; log: {log.read_text()[-3000:]}"
+        now = counters(port) if ready(port) else {}
+        seen = (seen + [now])[-3:] if now else []
+        if len(seen) == 3 and seen[0] == seen[1] == seen[2]:
+            return now
+        time.sleep(3)
+    raise AssertionError(f"the counters did not settle; last scrapes: {seen}; log: {log.read_text()[-3000:]}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_kill_9_keeps_every_per_group_counter(tmp_path):
+    """The simulator's storm, rolling-restart and KIP-848 churn scenarios are written to the broker first (so nothing
+    happens after the kill), the job counts them, is killed with SIGKILL and restarted on the same checkpoint: every
+    per-group counter series is back with the value it had before the kill."""
+    from streaming.simulator import Simulation
+    from streaming.simulator.kafka_sink import KafkaSink
+
+    port = free_port()
+    with MockCluster(1) as mc:
+        mc.create_topic(OFFSETS, 50)
+        mc.create_topic(HEARTBEAT, 1)
+        # The scenarios' interesting events all happen within 130 simulated seconds; they end before "now".
+        sim = Simulation(["storm", "rolling-restart", "kip848-churn"], seed=3,
+                         start_ms=int(time.time() * 1000) - 150_000)
+        sink = KafkaSink(mc.bootstrap_servers, create_topic=mc.create_topic)
+        sim.run_until(130_000, sink)
+        sink.flush()
+        config = tmp_path / "groupscope.yaml"
+        config.write_text(yaml.safe_dump({
+            "cluster": "kill9",
+            "kafka": {"bootstrap.servers": mc.bootstrap_servers},
+            "spark": {"checkpoint": str(tmp_path / "cp"), "trigger_seconds": 0.5, "shuffle_partitions": 2},
+            "delta": {"path": str(tmp_path / "delta")},
+            "metrics": {"host": "127.0.0.1", "port": port},
+            "heartbeat": {"interval_seconds": 1.0},
+            "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 2.0},
+        }))
+        log = tmp_path / "job.log"
+        job = start_job(config, log)
+        try:
+            before = stable_counters(port, job, log, 240)
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(30)
+            job = start_job(config, log)
+            after = stable_counters(port, job, log, 240)
+            job.send_signal(signal.SIGTERM)
+            job.wait(90)
+        finally:
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+            sink.close()
+
+    def value(family: str, group: str) -> float:
+        return sum(v for (name, labels), v in before.items() if name == family and f'group="{group}"' in labels)
+
+    # The workload did what the test is about: otherwise equal counters prove nothing.
+    assert value("kafka_consumergroup_rebalance_storms_total", "storm") >= 1, before
+    assert value("kafka_consumergroup_rolling_restarts_total", "rolling") >= 1, before
+    assert value("kafka_consumergroup_rebalances_total", "storm") >= 5, before
+    assert value("kafka_consumergroup_rebalances_total", "kip848-storm") >= 5, before
+    assert value("kafka_consumergroup_rolling_restarts_total", "kip848-roll") >= 1, before
+    assert value("kafka_consumergroup_rebalance_partitions_moved_total", "rolling") > 0, before
+    assert any(name == "kafka_consumergroup_rebalance_causes_total" for name, _ in before), before
+    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
+    assert not changed, f"counters changed across kill -9 (before, after): {changed}"
+    assert set(after) == set(before), f"series appeared or vanished: {set(after) ^ set(before)}"
+    assert "resumed from checkpoint at batch" in log.read_text()

@@ -4,6 +4,7 @@ validated replay (tests/model/test_conformance.py checks that replay against Kaf
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -32,12 +33,50 @@ def test_json_matches_replay_at_every_snapshot(segment_dirs, tmp_path, scenario)
                 assert have[field] == json.loads(json.dumps(want[field])), (snap["label"], gid, field)
 
 
+def _columns(header: str, line: str) -> dict[str, str]:
+    """The cells of ``line`` under each header word of ``header`` (a table whose cells start where headers do)."""
+    starts = [m.start() for m in re.finditer(r"\S+", header)]
+    ends = starts[1:] + [max(len(header), len(line))]
+    return {header[a:b].strip(): line[a:b].strip() for a, b in zip(starts, ends)}
+
+
 def test_text_output_lists_groups_members_and_lag(segment_dirs, tmp_path):
     (tmp_path / "ends.json").write_text(json.dumps({"sa-orders:0": 10**6}))
     result = run_cli("describe", "--segments", str(segment_dirs["a_classic"]), "--end-offsets",
                      str(tmp_path / "ends.json"))
     assert result.returncode == 0, result.stderr
-    assert "GROUP sa-range" in result.stdout and "CURRENT-OFFSET" in result.stdout and "LOG-END-OFFSET" in result.stdout
+    assert "CURRENT-OFFSET" in result.stdout and "LOG-END-OFFSET" in result.stdout
+    lines = result.stdout.splitlines()
+    # Each group opens with its own header line and the values under it, aligned like the tables below it.
+    at = lines.index(next(line for line in lines if line.startswith("GROUP ") and " TYPE " in line))
+    group = _columns(lines[at], lines[at + 1])
+    assert list(group) == ["GROUP", "TYPE", "STATE", "ASSIGNOR", "GENERATION", "#MEMBERS", "REBALANCES", "STATUS"]
+    assert group["GROUP"] == "sa-coop" and group["TYPE"] == "CLASSIC" and group["STATUS"] == "OK"
+    assert all(lines[at + 1][lines[at].index(name)] != " " for name in group)  # each value starts under its header
+    offsets_at = next(i for i, line in enumerate(lines) if line.startswith("GROUP ") and "CURRENT-OFFSET" in line)
+    first = _columns(lines[offsets_at], lines[offsets_at + 1])
+    assert (first["GROUP"], first["TOPIC"], first["PARTITION"], first["LOG-END-OFFSET"]) == \
+        ("sa-coop", "sa-orders", "0", str(10**6))
+    assert result.stdout.endswith("\n") and not result.stdout.endswith("\n\n")
+
+
+def test_a_corrupt_segment_prints_its_problem_and_no_empty_line(tmp_path):
+    folder = tmp_path / "__consumer_offsets-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(bytes(range(256)) * 2)
+    result = run_cli("describe", "--segments", str(folder))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "truncated" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_no_groups_is_one_line(tmp_path):
+    folder = tmp_path / "__consumer_offsets-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(b"")
+    result = run_cli("describe", "--segments", str(folder))
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr == f"groupscope describe: no consumer groups in {folder}\n"
 
 
 @pytest.mark.parametrize(

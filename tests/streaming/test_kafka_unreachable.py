@@ -87,9 +87,19 @@ def test_run_names_the_metrics_port_in_use(tmp_path):
 def test_the_job_log_keeps_py4j_quiet():
     import logging
 
-    from streaming.commands.run import configure_logging
+    from streaming.commands.run import LOG_HANDLER, configure_logging
 
-    configure_logging("info")
-    assert logging.getLogger("py4j.clientserver").getEffectiveLevel() == logging.WARNING
-    configure_logging("error")
-    assert logging.getLogger("py4j").getEffectiveLevel() == logging.ERROR
+    root = logging.getLogger()
+    level = root.level
+    try:
+        configure_logging("info")
+        assert logging.getLogger("py4j.clientserver").getEffectiveLevel() == logging.WARNING
+        configure_logging("error", "json")
+        assert logging.getLogger("py4j").getEffectiveLevel() == logging.ERROR
+        assert [h.get_name() for h in root.handlers].count(LOG_HANDLER) == 1, "a second call replaces the handler"
+    finally:
+        for handler in [h for h in root.handlers if h.get_name() == LOG_HANDLER]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+        logging.captureWarnings(False)
+        logging.getLogger("py4j").setLevel(logging.NOTSET)

@@ -1,10 +1,30 @@
-"""What ``groupscope status`` and the demo's live view put first: who is in trouble, and why."""
+"""What ``groupscope status`` and the demo's live view put first: who is in trouble, and why; lag seconds that are
+only a lower bound marked as such; an 80-column terminal that shows one line per group with stable columns."""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
+import pyarrow as pa
 from rich.console import Console
 
-from streaming.commands.status_view import sort_by_severity, status_table, verdict_columns
+from protocol import builders as b
+from protocol.codec import decode_record, encode_record
+from streaming.commands.demo_stack import _group_rows
+from streaming.commands.status_view import (
+    COMPACT_COLUMNS, WHY_INDENT, compact_lines, format_lag_seconds, load_status, render_status, sort_by_severity,
+    status_table, verdict_columns,
+)
+from streaming.model import events as ev
+from streaming.model.shard import GroupCoordinatorShard
+from streaming.model.states import GroupType
+from streaming.schema.tables import GROUPS, event_row, group_row
+from streaming.sinks.delta import DeltaSink
+
+T0 = 1_800_000_000_000
+LONG_WHY = ("stopped-logs:0: group has no members for 75 s; 1,500 behind, last commit 75 s ago: nobody is "
+            "consuming this partition")
 
 
 def row(group: str, status: str, lag: int, **g) -> dict:
@@ -38,3 +58,185 @@ def test_table_has_verdict_and_why_columns():
     console.print(status_table([row("g", "STOP", 5, status_reason="owner left")]))
     text = console.export_text()
     assert "VERDICT" in text and "WHY" in text and "owner left" in text
+
+
+def test_lag_seconds_format():
+    assert format_lag_seconds({"lag_seconds": 26.24}) == "26.2"
+    assert format_lag_seconds({"lag_seconds": 3600.4}) == "3,600"
+    assert format_lag_seconds({"lag_seconds": 126.9, "lag_seconds_lower_bound": True}) == ">126"
+    assert format_lag_seconds({"lag_seconds": None, "lag_seconds_lower_bound": True}) == "-"
+
+
+def _replay(shard: GroupCoordinatorShard, offset: int, ts: int, record) -> None:
+    key, value = encode_record(record)
+    shard.replay(offset, ts, decode_record(key, value))
+
+
+def _shard_with_a_stopped_and_a_lagging_group() -> GroupCoordinatorShard:
+    """``stopped`` committed before the first heartbeat: its lag seconds can only be "at least the history span".
+    ``lagging`` committed an offset the history covers: its lag seconds are exact."""
+    shard = GroupCoordinatorShard(3)
+    _replay(shard, 0, T0, b.new_offset_commit("stopped", "t", 0, 10, commit_timestamp=T0))
+    shard.apply_heartbeat(T0 + 1_000, {("t", 0): 20})
+    shard.apply_heartbeat(T0 + 61_000, {("t", 0): 30})
+    _replay(shard, 1, T0 + 61_000, b.new_offset_commit("lagging", "t", 0, 25, commit_timestamp=T0 + 61_000))
+    shard.apply_heartbeat(T0 + 127_000, {("t", 0): 40})
+    return shard
+
+
+def _write_groups_like_an_older_version(sink: DeltaSink) -> None:
+    """A groups table made before max_lag_seconds_lower_bound existed (one group, ``older``)."""
+    from deltalake import write_deltalake
+
+    old = dict.fromkeys(GROUPS.names)
+    old.update(group_id="older", shard=1, group_type="CLASSIC", state="STABLE", member_count=0, members=[],
+               topics=[], partition_count=1, sum_lag=3, max_lag=3, max_lag_seconds=4.0, status="OK", deleted=False,
+               updated_time=T0)
+    names = [n for n in GROUPS.names if n != "max_lag_seconds_lower_bound"]
+    write_deltalake(sink.path("groups"), pa.Table.from_pylist([old], schema=GROUPS).select(names), mode="append")
+
+
+def _plain(console: Console) -> list[str]:
+    return console.export_text().splitlines()
+
+
+def test_lower_bound_from_the_model_to_the_delta_table_to_status(tmp_path):
+    shard = _shard_with_a_stopped_and_a_lagging_group()
+    now = T0 + 127_000
+    snapshots = {g.group_id: g for g in shard.snapshot(now).groups}
+    rows = [group_row(snapshots[gid], shard=3, now_ms=now) for gid in ("stopped", "lagging")]
+    assert rows[0]["max_lag_seconds"] == 126.0 and rows[0]["max_lag_seconds_lower_bound"] is True
+    assert rows[1]["max_lag_seconds_lower_bound"] is False and rows[1]["max_lag_seconds"] < 126
+
+    sink = DeltaSink(tmp_path, app_id="t")
+    _write_groups_like_an_older_version(sink)
+    sink.write_batch(0, {"groups": pa.Table.from_pylist(rows, schema=GROUPS)})  # the table gains the column
+    status = {r["group"]: r for r in load_status(str(tmp_path), now=dt.datetime.fromtimestamp(now / 1000,
+                                                                                               dt.timezone.utc))}
+    assert set(status) == {"stopped", "lagging", "older"}
+    assert (status["stopped"]["lag_seconds"], status["stopped"]["lag_seconds_lower_bound"]) == (126.0, True)
+    assert status["lagging"]["lag_seconds_lower_bound"] is False
+    assert status["older"]["lag_seconds_lower_bound"] is False  # written before the column existed: null
+
+    for width in (80, 200):
+        console = Console(width=width, force_terminal=True, record=True, color_system=None)
+        render_status(list(status.values()), console=console)
+        lines = _plain(console)
+        stopped_line = next(line for line in lines if "stopped" in line)
+        assert re.search(r"\s>126\s", stopped_line), (width, stopped_line)
+        lagging_line = next(line for line in lines if "lagging" in line)
+        assert ">" not in lagging_line and re.search(r"\s90\.0\s", lagging_line), lagging_line
+
+
+def test_groups_gone_in_the_last_hour_are_listed_as_deleted(tmp_path):
+    now = dt.datetime.fromtimestamp((T0 + 3_600_000) / 1000, dt.timezone.utc)
+    sink = DeltaSink(tmp_path, app_id="t")
+    kept = dict.fromkeys(GROUPS.names)
+    kept.update(group_id="kept", shard=1, group_type="CLASSIC", state="STABLE", member_count=1, members=[], topics=[],
+                partition_count=1, sum_lag=0, max_lag=0, status="OK", deleted=False, updated_time=T0)
+    events = [ev.GroupDeleted("gone", 5, T0 + 3_000_000, GroupType.CLASSIC),  # 10 min ago
+              ev.OffsetDeleted("expired", 6, T0 + 3_100_000, "t", 0),
+              ev.GroupDeleted("ancient", 7, T0 - 10_000, GroupType.CLASSIC),  # more than an hour ago
+              ev.GroupCreated("kept", 8, T0 + 3_000_000, GroupType.CLASSIC)]
+    sink.write_batch(0, {"groups": pa.Table.from_pylist([kept], schema=GROUPS),
+                         "group_events": pa.Table.from_pylist([event_row(e, shard=1) for e in events])})
+    rows = load_status(str(tmp_path), now=now)
+    assert [r["group"] for r in rows] == ["kept", "expired", "gone"]
+    gone = rows[-1]
+    assert (gone["state"], gone["verdict"], gone["status"]) == ("DELETED", "deleted", None)
+    assert gone["why"].startswith("group deleted at ") and "UTC" in gone["why"]
+    assert rows[1]["why"].startswith("offsets deleted or expired at ")
+
+
+class _View:
+    def __init__(self, groups):
+        self.groups = groups
+
+
+def _live_group(gid: str, status: str = "OK", **over) -> dict:
+    g = dict.fromkeys(GROUPS.names)
+    g.update(group_id=gid, group_type="CLASSIC", state="STABLE", member_count=2, sum_lag=0, max_lag=0,
+             max_lag_seconds=0.0, status=status, rebalances=1, **over)
+    return g
+
+
+def test_the_live_view_keeps_a_group_that_disappeared_and_says_why():
+    gone: dict = {}
+    first = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b", "WARN")}), gone)
+    assert [r["group"] for r in first] == ["b", "a"]
+    later = _group_rows(_View({"a": _live_group("a")}), gone)
+    assert [r["group"] for r in later] == ["a", "b"]
+    assert (later[1]["state"], later[1]["verdict"]) == ("DELETED", "deleted")
+    assert "deleted" in later[1]["why"]
+    back = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b")}), gone)
+    assert all(r["state"] == "STABLE" for r in back)
+
+
+def _compact_rows() -> list[dict]:
+    return [
+        {**row("stopped", "STOP", 1500, status_reason=LONG_WHY), "lag_seconds": 126.7, "lag_seconds_lower_bound": True,
+         "state": "EMPTY", "members": 0},
+        {**row("storm", "OK", 65, storm_active=True, verdict="storm", verdict_reason="4 membership changes in 24 s")},
+        {**row("a-consumer-group-with-a-long-name", "OK", 12_345_678, verdict="rolling_restart",
+               verdict_reason="3 of 3 members restarted one at a time in 22 s, size back to 3"),
+         "state": "RECONCILING"},
+        row("quiet", "OK", 0),
+    ]
+
+
+def _starts() -> list[int]:
+    """Where each compact column starts."""
+    out, at = [], 0
+    for _, width, _ in COMPACT_COLUMNS:
+        out.append(at)
+        at += width + 1
+    return out
+
+
+def test_compact_view_at_80_columns_one_line_per_group_and_stable_columns():
+    console = Console(width=80, record=True, color_system=None)
+    for text in compact_lines(_compact_rows(), 80):
+        console.print(text)
+    lines = _plain(console)
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    header, body = lines[0], lines[1:]
+    assert "WHY" not in header  # no room for a column: the reason goes under its row
+    starts = _starts()
+    for (name, width, _), at in zip(COMPACT_COLUMNS, starts):
+        assert header[at:at + width].strip() == name
+    group_rows = [line for line in body if not line.startswith(WHY_INDENT)]
+    why_rows = [line for line in body if line.startswith(WHY_INDENT)]
+    assert [line.split()[0] for line in group_rows] == ["stopped", "storm", "a-consumer-group-…", "quiet"]
+    assert len(why_rows) == 3  # one line each, for the three groups with a reason
+    assert why_rows[0].endswith("…") and why_rows[0][len(WHY_INDENT):].startswith("stopped-logs:0: group has no")
+    status_at = starts[5]
+    assert [line[status_at:status_at + 6].strip() for line in group_rows] == ["STOP", "OK", "OK", "OK"]
+    lag_s = starts[4]
+    assert group_rows[0][lag_s:lag_s + 7].strip() == ">126"
+    lag = starts[3]
+    assert group_rows[2][lag:lag + 7].strip() == "12.3M"
+    verdict = starts[7]
+    assert group_rows[1][verdict:].strip() == "STORM" and group_rows[2][verdict:].strip() == "rolling_restart"
+    assert group_rows[2][starts[1]:starts[2]].strip() == "RECONCILING"
+
+
+def test_compact_view_on_a_wide_terminal_has_a_why_column():
+    console = Console(width=140, record=True, color_system=None)
+    for text in compact_lines(_compact_rows(), 140):
+        console.print(text)
+    lines = _plain(console)
+    assert lines[0].rstrip().endswith("WHY") and not any(line.startswith(WHY_INDENT) for line in lines)
+    assert len(lines) == 5 and all(len(line) <= 140 for line in lines)
+    why_at = lines[0].index("WHY")
+    assert lines[1][why_at:].startswith("stopped-logs:0:") and lines[1].rstrip().endswith("…")
+
+
+def test_status_on_a_narrow_terminal_keeps_every_reason_whole():
+    for width, name in ((80, "a-consumer-group-wit…"), (100, "a-consumer-group-with-a-long-name")):
+        console = Console(width=width, force_terminal=True, record=True, color_system=None)
+        render_status(_compact_rows(), console=console)
+        lines = _plain(console)
+        assert all(len(line) <= width for line in lines)
+        assert any(line.startswith(name + " ") for line in lines), lines  # as much of the name as fits
+        why = " ".join(line.strip() for line in lines if line.startswith(" ")).replace(WHY_INDENT.strip() + " ", "")
+        assert LONG_WHY in why

@@ -46,7 +46,7 @@ def test_not_caught_up_without_a_heartbeat_then_up_to_the_lso():
 
 
 def test_a_heartbeat_newer_than_the_batch_does_not_make_a_live_job_look_behind():
-    step = ShardStep(SHARD, StepConfig())
+    step = ShardStep(SHARD, StepConfig(caught_up_grace_ms=0))
     assert _caught_up(step, _rows(range(0, 100), [(T0 + 1000, 100)]))
     # The next batch's offset range ends at 120, but it also carries a heartbeat emitted after that range was
     # planned (LSO 125). Everything written up to the previous heartbeat is applied: still caught up.
@@ -70,3 +70,21 @@ def test_the_previous_heartbeat_survives_the_state_round_trip():
     _caught_up(step, _rows(range(0, 100), [(T0 + 1000, 100)]))
     restored = ShardStep(SHARD, StepConfig(), step.state())
     assert _caught_up(restored, _rows(range(100, 110), [(T0 + 2000, 130)]))
+
+
+def test_a_loaded_live_job_stays_caught_up_for_the_grace_then_reports_behind():
+    """Two heartbeats newer than a batch's records (a slow batch on a loaded machine) must not flip statuses to
+    "replaying"; a job still behind once the grace has passed is behind."""
+    step = ShardStep(SHARD, StepConfig(caught_up_grace_ms=30_000))
+    assert _caught_up(step, _rows(range(0, 100), [(T0 + 1000, 100)]))
+    assert _caught_up(step, _rows(range(100, 101), [(T0 + 2000, 150), (T0 + 3000, 200)])), "within the grace"
+    assert _caught_up(step, _rows(range(101, 150), [(T0 + 20_000, 250)])), "still within the grace"
+    assert not _caught_up(step, _rows(range(150, 160), [(T0 + 40_000, 400)])), "behind for longer than the grace"
+    assert _caught_up(step, _rows(range(160, 400), [])), "caught up again"
+
+
+def test_a_restart_after_a_long_stop_is_not_caught_up_from_the_old_state():
+    step = ShardStep(SHARD, StepConfig())
+    assert _caught_up(step, _rows(range(0, 100), [(T0 + 1000, 100)]))
+    restored = ShardStep(SHARD, StepConfig(), step.state())
+    assert not _caught_up(restored, _rows(range(100, 110), [(T0 + 3_600_000, 5000), (T0 + 3_601_000, 5100)]))

@@ -1,0 +1,137 @@
+"""groupscope's own ``/v1`` paths: field by field against the model's snapshot, and every answer (``/v1`` and Burrow's
+``/v3`` alike) against the OpenAPI description the server ships, strictly (no undescribed field, no missing one)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from streaming.api import ClusterSource, route
+from streaming.api.routes import openapi_document
+from tests.api.feed import Fed, feed_state
+from tests.api.schema_check import problems
+
+CLUSTER = "sim"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def fed() -> Fed:
+    return feed_state()
+
+
+@pytest.fixture(scope="module")
+def sources(fed) -> dict[str, ClusterSource]:
+    return {CLUSTER: ClusterSource.of_state(CLUSTER, fed.state)}
+
+
+def get(sources, path):
+    reply = route("GET", path, sources)
+    return reply.status, reply.body
+
+
+def test_group_detail_carries_what_burrow_has_no_field_for(sources, fed):
+    for gid, snap in fed.snapshots.items():
+        status, g = get(sources, f"/v1/clusters/{CLUSTER}/groups/{gid}")
+        assert status == 200, gid
+        assert (g["cluster"], g["group"], g["type"], g["state"]) == (CLUSTER, gid, snap.group_type.name, snap.state)
+        assert g["status"] == snap.status.name
+        assert g["generation"] == snap.generation and g["assignment_epoch"] == snap.assignment_epoch
+        assert g["leader"] == snap.leader and g["assignor"] == (snap.assignor or None)
+        assert g["member_count"] == len(snap.members) and g["partition_count"] == len(snap.partitions)
+        assert (g["sum_lag"], g["max_lag"], g["max_lag_seconds"]) == (snap.sum_lag, snap.max_lag,
+                                                                      snap.max_lag_seconds)
+        assert g["data_loss_partitions"] == sum(p.data_loss_risk for p in snap.partitions)
+        assert g["max_lag_seconds_lower_bound"] == any(p.lag_seconds_lower_bound for p in snap.partitions
+                                                       if p.lag_seconds is not None)
+        assert g["members"] == [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                                 "instance_id": m.instance_id, "member_epoch": m.member_epoch, "state": m.state,
+                                 "assigned_partitions": len(m.assignment)} for m in snap.members]
+        v = snap.verdicts
+        r = g["rebalances"]
+        assert (r["total"], r["storms"], r["rolling_restarts"], r["scale_outs"], r["scale_ins"]) == (
+            snap.rebalances, v.storms, v.rolling_restarts, v.scale_outs, v.scale_ins)
+        assert (r["storm_active"], r["verdict"], r["partitions_moved"]) == (v.storm_active, v.last_verdict,
+                                                                           v.partitions_moved)
+        assert r["causes"] == dict(v.causes) and r["last_ms"] == snap.last_rebalance_timestamp
+        members = {m.member_id: m for m in snap.members}
+        expected = []
+        for p in sorted(snap.partitions, key=lambda p: (p.topic, p.partition)):
+            m = members.get(p.owner)
+            expected.append({
+                "topic": p.topic, "partition": p.partition, "committed_offset": p.committed,
+                "log_end_offset": p.log_end, "lag": p.lag, "lag_seconds": p.lag_seconds,
+                "lag_seconds_lower_bound": p.lag_seconds_lower_bound, "data_loss_risk": p.data_loss_risk,
+                "status": p.status.name, "status_reason": p.status_reason or None,
+                "owner": None if p.owner is None else {"member_id": p.owner, "client_id": m and m.client_id,
+                                                       "host": m and m.host},
+                "commit_ms": p.commit_timestamp})
+        assert g["partitions"] == expected, gid
+
+
+def test_kip848_epochs_and_verdicts_are_exposed(sources, fed):
+    kip848 = [g for g, s in fed.snapshots.items() if s.group_type.name == "CONSUMER"]
+    assert kip848, "the workload has no KIP-848 group"
+    _, g = get(sources, f"/v1/clusters/{CLUSTER}/groups/{kip848[0]}")
+    assert g["assignment_epoch"] is not None and all(m["member_epoch"] is not None for m in g["members"])
+    _, storm = get(sources, f"/v1/clusters/{CLUSTER}/groups/storm")
+    assert storm["rebalances"]["storms"] >= 1, "the storm scenario's verdict must show"
+
+
+def test_lists(sources, fed):
+    status, body = get(sources, "/v1/clusters")
+    assert status == 200 and [c["name"] for c in body["clusters"]] == [CLUSTER]
+    assert body["clusters"][0]["groups"] == len(fed.snapshots) and body["clusters"][0]["caught_up"] is True
+    status, body = get(sources, f"/v1/clusters/{CLUSTER}/groups")
+    assert status == 200 and [g["group"] for g in body["groups"]] == sorted(fed.snapshots)
+    status, body = get(sources, f"/v1/clusters/{CLUSTER}")
+    assert status == 200 and body["offsets_partitions"] and body["batches"] == 1
+
+
+def _answers(sources, fed):
+    """(path, status, body) of every path of the description, over every group and topic, plus the 404s."""
+    groups = sorted(fed.snapshots) + ["no-such-group"]
+    topics = sorted({p.topic for s in fed.snapshots.values() for p in s.partitions}) + ["no-such-topic"]
+    for cluster in (CLUSTER, "no-such-cluster"):
+        paths = ["/v3/kafka", f"/v3/kafka/{cluster}", f"/v3/kafka/{cluster}/topic", f"/v3/kafka/{cluster}/consumer",
+                 "/v1/clusters", f"/v1/clusters/{cluster}", f"/v1/clusters/{cluster}/groups"]
+        paths += [f"/v3/kafka/{cluster}/topic/{t}{tail}" for t in topics for tail in ("", "/consumers")]
+        paths += [f"/v3/kafka/{cluster}/consumer/{g}{tail}" for g in groups for tail in ("", "/status", "/lag")]
+        paths += [f"/v1/clusters/{cluster}/groups/{g}" for g in groups]
+        for path in paths:
+            reply = route("GET", path, sources)
+            yield path, reply.status, reply.body
+
+
+def _template(path: str, doc) -> str:
+    parts = path.strip("/").split("/")
+    for template in doc["paths"]:
+        t = template.strip("/").split("/")
+        if len(t) == len(parts) and all(a == b or a.startswith("{") for a, b in zip(t, parts)):
+            return template
+    raise AssertionError(f"{path} is not in the OpenAPI description")
+
+
+def test_every_answer_matches_the_openapi_description(sources, fed):
+    doc = openapi_document()
+    wrong, statuses = [], set()
+    for path, status, body in _answers(sources, fed):
+        responses = doc["paths"][_template(path, doc)]["get"]["responses"]
+        assert str(status) in responses, f"{path}: status {status} is not described"
+        statuses.add(status)
+        schema = responses[str(status)]["content"]["application/json"]["schema"]
+        wrong += [f"{path}: {p}" for p in problems(body, schema, doc)]
+    assert wrong == []
+    assert statuses == {200, 404}
+
+
+def test_the_description_is_valid_json_shipped_with_the_package():
+    text = (REPO / "streaming" / "api" / "openapi.json").read_text()
+    doc = json.loads(text)
+    assert doc["openapi"].startswith("3.1") and doc == openapi_document()
+    # ``pip install .`` (the Docker image) copies only listed data files into the package.
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "api/openapi.json" in project["tool"]["setuptools"]["package-data"]["streaming"]

@@ -1,0 +1,86 @@
+"""Data files written away from the driver and committed by it: the rows read back are the rows written, once.
+
+The executor side (``job.bulk_files.write_bulk_tables``) is driven here with the step's real output format, without
+Spark; the job's end-to-end test runs the same path on local Spark and on a standalone cluster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+
+from streaming.job.batch_sink import BatchSink, encode_table
+from streaming.job.bulk_files import write_bulk_tables
+from streaming.schema.tables import COMMITS, TABLES
+from streaming.sinks.delta import DeltaSink
+
+
+def _commits(shard: int, n: int, day: dt.date) -> pa.Table:
+    base = 1_795_000_000_000 + (day - dt.date(2026, 11, 20)).days * 86_400_000
+    return pa.table({
+        "shard": pa.array([shard] * n, pa.int32()), "offset": pa.array(range(n), pa.int64()),
+        "record_time": pa.array([base + i for i in range(n)], pa.timestamp("ms", tz="UTC")),
+        "group_id": [f"g{shard}"] * n, "topic": ["t"] * n, "partition": pa.array([i % 3 for i in range(n)], pa.int32()),
+        "committed_offset": pa.array([10 * i for i in range(n)], pa.int64()),
+        "leader_epoch": pa.array([None] * n, pa.int32()), "metadata": [""] * n,
+        "commit_time": pa.array([base + i for i in range(n)], pa.timestamp("ms", tz="UTC")),
+        "expire_time": pa.array([None] * n, pa.timestamp("ms", tz="UTC")),
+        "is_tombstone": [False] * n, "value_version": pa.array([3] * n, pa.int16()),
+        "record_date": pa.array([day] * n, pa.date32()),
+    }, schema=COMMITS)
+
+
+def _step_output(rows: list[tuple[int, str, bytes]]) -> pa.RecordBatch:
+    schema = pa.schema([("shard", pa.int32()), ("kind", pa.string()), ("payload", pa.binary())])
+    return pa.RecordBatch.from_arrays([pa.array([r[0] for r in rows], pa.int32()), pa.array([r[1] for r in rows]),
+                                       pa.array([r[2] for r in rows], pa.binary())], schema=schema)
+
+
+def _run_batch(sink: DeltaSink, batch_id: int, step_rows: list[tuple[int, str, bytes]]):
+    out = list(write_bulk_tables([_step_output(step_rows)], delta_root=sink.root, tables=frozenset({"commits"})))
+    rows = [(s, k, p) for b in out for s, k, p in zip(b.column("shard").to_pylist(), b.column("kind").to_pylist(),
+                                                        b.column("payload").to_pylist())]
+    return rows, BatchSink(delta=sink).handle(batch_id, rows)
+
+
+def test_executor_written_commits_are_committed_once_and_read_back_exactly(tmp_path):
+    sink = DeltaSink(tmp_path / "delta", app_id="t")
+    sink.prepare_append_tables(["commits"])
+    a = _commits(3, 40, dt.date(2026, 11, 23))
+    b = pa.concat_tables([_commits(7, 25, dt.date(2026, 11, 23)), _commits(7, 5, dt.date(2026, 11, 24))])
+    step_rows = [(3, "commits", encode_table(a)), (7, "commits", encode_table(b)), (3, "health", b"{}")]
+    rows, result = _run_batch(sink, 0, [r for r in step_rows if r[1] != "health"])
+
+    # Only add actions travel on: no commits payload reaches the driver.
+    assert {k for _s, k, _p in rows} == {"files:commits"}
+    assert sum(len(json.loads(p)) for _s, _k, p in rows) == 3  # one file per shard and day
+    assert "commits" not in result.tables
+    assert result.written == {"commits": 70}
+
+    got = sink.read("commits").sort_by([("shard", "ascending"), ("record_date", "ascending"), ("offset", "ascending")])
+    want = pa.concat_tables([a, b]).sort_by([("shard", "ascending"), ("record_date", "ascending"),
+                                             ("offset", "ascending")])
+    assert got.cast(TABLES["commits"]).to_pylist() == want.to_pylist()
+
+    # The same batch again (a replay after a crash): new files are written but never committed.
+    _rows, again = _run_batch(sink, 0, step_rows[:2])
+    assert again.written == {"commits": 0}
+    assert sink.read("commits").num_rows == 70
+    # The next batch is committed.
+    _rows, nxt = _run_batch(sink, 1, [(3, "commits", encode_table(_commits(3, 4, dt.date(2026, 11, 24))))])
+    assert nxt.written == {"commits": 4}
+    assert sink.read("commits").num_rows == 74
+
+
+def test_rows_the_driver_needs_are_passed_on_as_well(tmp_path):
+    sink = DeltaSink(tmp_path / "delta", app_id="t")
+    sink.prepare_append_tables(["commits"])
+    payload = encode_table(_commits(1, 3, dt.date(2026, 11, 24)))
+    out = list(write_bulk_tables([_step_output([(1, "commits", payload), (1, "groups", b"x")])],
+                                 delta_root=sink.root, tables=frozenset({"commits"}),
+                                 also_to_driver=frozenset({"commits"})))
+    kinds = out[0].column("kind").to_pylist()
+    assert kinds == ["files:commits", "commits", "groups"]
+    assert out[0].column("payload").to_pylist()[1] == payload

@@ -1,0 +1,88 @@
+"""A Spark standalone cluster on loopback (one master, N workers), started from the pyspark installation itself.
+
+pyspark's wheel ships ``bin/spark-class`` and the jars of the master and the worker, so nothing else needs to be
+installed: the test starts ``org.apache.spark.deploy.master.Master`` and ``...worker.Worker`` as child processes,
+waits until the master's JSON status lists every worker alive, and kills them afterwards. Each worker gets one
+core, so a job with two workers really runs its tasks in two executor JVMs (and their Python workers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pyspark
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as resp:
+            state = json.load(resp)
+    except OSError:
+        return 0
+    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@contextmanager
+def standalone_cluster(workdir: Path, workers: int = 2, *, cores: int = 1, memory: str = "1g",
+                       timeout_s: float = 180.0) -> Iterator[str]:
+    """Yields the master URL (``spark://127.0.0.1:PORT``) once ``workers`` workers are registered."""
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    spark_class = str(home / "bin" / "spark-class")
+    port, ui_port = _free_port(), _free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen] = []
+
+    def start(args: list[str], log: str) -> None:
+        with open(workdir / log, "wb") as out:
+            procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
+
+    try:
+        start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+               "--webui-port", str(ui_port)], "master.log")
+        for i in range(workers):
+            start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
+                   "--memory", memory, "--webui-port", "0", "--work-dir", str(workdir / f"worker-{i}"), master_url],
+                  f"worker-{i}.log")
+        deadline = time.monotonic() + timeout_s
+        while _alive_workers(ui_port) < workers:
+            dead = [p.args[1] for p in procs if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"standalone cluster process exited early: {dead}; logs in {workdir}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{workers} workers did not register with {master_url} in {timeout_s:.0f} s; "
+                                   f"logs in {workdir}")
+            time.sleep(0.5)
+        yield master_url
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def executor_count(spark) -> int:
+    """Executors registered with the driver (the driver itself excluded)."""
+    infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return len(infos) - 1

@@ -1,0 +1,220 @@
+"""The lines ``groupscope run`` writes for an operator: an outage in two lines, where a start resumes, when it has
+caught up, the JVM's output as records without its start-up chatter, and the JSON log format."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from streaming.job.progress import CatchUpWatch, checkpoint_position, resume_line
+from streaming.kafka.client import Reachability
+from streaming.spark.jvm_output import JvmOutput
+from tests.cli_helpers import REPO
+
+
+class Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def messages(self, level: int = logging.DEBUG) -> list[str]:
+        return [r.getMessage() for r in self.records if r.levelno >= level]
+
+
+@pytest.fixture
+def keep():
+    """Records of a fresh logger, whatever the root logger's configuration."""
+    logger = logging.getLogger(f"test.lines.{time.monotonic_ns()}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    handler = Keep()
+    logger.addHandler(handler)
+    return logger, handler
+
+
+def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(keep):
+    logger, lines = keep
+    now = [1_767_225_600.0]
+    r = Reachability("broker-1:9092,broker-2:9092", logger, clock=lambda: now[0])
+    r.reached()
+    assert lines.messages() == [], "no news while Kafka answers"
+    r.failed('list offsets failed: KafkaError{code=_TRANSPORT,val=-195,str="Broker transport failure"}')
+    for _ in range(20):
+        now[0] += 5
+        r.failed("metadata request failed: timed out")
+    now[0] += 3
+    r.reached()
+    r.reached()
+    assert lines.messages() == [
+        "Kafka unreachable at broker-1:9092,broker-2:9092 since 2026-01-01 00:00:00 UTC "
+        "(list offsets failed: Broker transport failure)",
+        "Kafka reachable again after 103 s",
+    ]
+    assert all(rec.levelno == logging.WARNING for rec in lines.records), "both at the same level: they pair"
+
+
+def test_the_heartbeat_emitter_says_an_outage_of_the_broker_in_two_lines():
+    from streaming.kafka.heartbeat import HeartbeatEmitter
+    from streaming.kafka.mock_cluster import MockCluster
+
+    handler = Keep()
+    logger = logging.getLogger("groupscope.heartbeat")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        with MockCluster(1) as mc:
+            mc.create_topic("__consumer_offsets", 2)
+            mc.create_topic("groupscope-heartbeat", 1)
+            emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, interval_s=1.0)
+            emitter.access.timeout_s = 2.0
+            assert emitter.tick()
+            mc.set_broker_down(1)
+            failed = [emitter.tick() for _ in range(3)]
+            mc.set_broker_up(1)
+            deadline = time.monotonic() + 60
+            while not emitter.tick():
+                assert time.monotonic() < deadline, "the emitter never reached the broker again"
+            emitter.stop()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    assert failed == [False, False, False]
+    warnings = [m for m in handler.messages(logging.WARNING) if "configuration" not in m]
+    assert len(warnings) == 2, warnings
+    assert re.fullmatch(rf"Kafka unreachable at {re.escape(mc.bootstrap_servers)} since "
+                        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(.+\)", warnings[0]), warnings[0]
+    assert re.fullmatch(r"Kafka reachable again after \d+ s", warnings[1]), warnings[1]
+    assert sum("heartbeat tick failed" in m for m in handler.messages(logging.DEBUG)) >= 2, "the rest at DEBUG"
+
+
+def _checkpoint(root, committed: list[int], planned: list[int], offsets: dict[int, dict[str, int]]) -> None:
+    """A Spark checkpoint's offset and commit logs, in Spark's own format."""
+    (root / "offsets").mkdir(parents=True)
+    (root / "commits").mkdir()
+    for batch in planned:
+        sources = {"__consumer_offsets": offsets[batch], "groupscope-heartbeat": {"0": batch}}
+        (root / "offsets" / str(batch)).write_text(
+            'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n' + json.dumps(sources))
+        (root / "offsets" / f".{batch}.crc").write_bytes(b"crc")
+    for batch in committed:
+        (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def test_where_a_start_resumes(tmp_path):
+    assert checkpoint_position(str(tmp_path / "none"), "__consumer_offsets") is None
+    _checkpoint(tmp_path / "cp", committed=[7, 8, 9], planned=[7, 8, 9, 10],
+                offsets={b: {"0": 100 * b, "1": 10 * b} for b in (7, 8, 9, 10)})
+    position = checkpoint_position(str(tmp_path / "cp"), "__consumer_offsets")
+    assert position == (9, {0: 900, 1: 90}), "the last completed batch, not the planned one"
+    assert checkpoint_position(f"file:{tmp_path / 'cp'}", "__consumer_offsets") == position
+    assert checkpoint_position("s3a://bucket/cp", "__consumer_offsets") is None
+    # 1000 - 900 on partition 0; partition 1's log now starts at 95, past the checkpoint's 90: 120 - 95.
+    assert resume_line(position, {0: 1000, 1: 120}, {0: 0, 1: 95}, starting_offsets="earliest",
+                       offsets_topic="__consumer_offsets") == "resumed from checkpoint at batch 9, 125 records behind"
+    assert resume_line(None, {0: 1000, 1: 120}, {0: 0, 1: 95}, starting_offsets="earliest",
+                       offsets_topic="__consumer_offsets") == (
+        "no checkpoint yet: reading __consumer_offsets from its earliest offsets, 1,025 records behind")
+    assert resume_line(None, {0: 1}, {0: 0}, starting_offsets="latest", offsets_topic="__consumer_offsets") == (
+        "no checkpoint yet: reading __consumer_offsets from its latest offsets")
+
+
+class _Health:
+    def __init__(self, shard: int, caught_up: bool) -> None:
+        self.shard, self.caught_up = shard, caught_up
+
+
+def test_caught_up_is_said_once_when_every_shard_has_caught_up(keep):
+    logger, lines = keep
+    watch = CatchUpWatch(3, logger, started=time.monotonic() - 42)
+    assert not watch.after_batch([_Health(0, True), _Health(1, True)])
+    assert not watch.after_batch([_Health(2, False)])
+    assert watch.after_batch([_Health(2, True)])
+    assert not watch.after_batch([_Health(0, True), _Health(1, True), _Health(2, True)])
+    assert not watch.after_batch([_Health(0, False)]), "falling behind later is the metrics' business"
+    assert lines.messages() == ["caught up after 42 s: all 3 partitions of __consumer_offsets read to their last "
+                                "stable offset"]
+
+
+def _through_jvm_output(text: str, logger: logging.Logger) -> None:
+    out = JvmOutput(logger).start()
+    os.write(out.write_fd, text.encode())
+    out.close_writer()
+    out.join(10)
+
+
+def test_the_jvm_output_becomes_records_without_its_start_up_chatter(keep):
+    logger, lines = keep
+    logger.setLevel(logging.INFO)
+    _through_jvm_output(
+        "WARNING: Using incubator modules: jdk.incubator.vector\n"
+        'Setting default log level to "WARN".\n'
+        "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).\n"
+        "26/01/05 10:00:00 ERROR Executor: Exception in task 0.0 in stage 3.0 (TID 7)\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        '  File "reader.py", line 80, in read_ranges\n'
+        "streaming.kafka.reader.ReadTimeout: no progress for 300 s\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:600)\n"
+        "\t... 12 more\n"
+        "26/01/05 10:00:01 WARN TaskSetManager: Lost task 0.0 in stage 3.0\n"
+        "a last line without a newline", logger)
+    assert [(r.levelno, r.getMessage()) for r in lines.records] == [
+        (logging.ERROR, "26/01/05 10:00:00 ERROR Executor: Exception in task 0.0 in stage 3.0 (TID 7) (5 more lines "
+                        "of trace; --log-level debug shows them)"),
+        (logging.WARNING, "26/01/05 10:00:01 WARN TaskSetManager: Lost task 0.0 in stage 3.0"),
+        (logging.WARNING, "a last line without a newline"),
+    ]
+
+
+def test_the_jvm_trace_is_kept_at_debug(keep):
+    logger, lines = keep
+    _through_jvm_output("26/01/05 ERROR Executor: boom\njava.io.IOException: gone\n\tat a.b.C(C.java:1)\n", logger)
+    assert lines.messages() == ["26/01/05 ERROR Executor: boom\njava.io.IOException: gone\n\tat a.b.C(C.java:1)"]
+
+
+def test_run_logs_json_objects_with_time_level_logger_and_message(tmp_path):
+    """``groupscope run --log-format json`` against an unreachable broker: every line is one JSON object."""
+    proc = subprocess.run([sys.executable, "-m", "streaming.commands.cli", "run", "--bootstrap", "127.0.0.1:1",
+                           "--metrics-port", "0", "--delta-path", str(tmp_path / "delta"), "--checkpoint",
+                           str(tmp_path / "cp"), "--log-format", "json"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1
+    lines = (proc.stdout + proc.stderr).splitlines()
+    records = [json.loads(line) for line in lines]
+    assert all(list(r)[:4] == ["time", "level", "logger", "message"] for r in records), lines
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"]) for r in records), lines
+    assert records[0]["message"].startswith("starting: cluster default, Kafka at 127.0.0.1:1"), records
+    assert records[-1]["level"] == "ERROR" and records[-1]["logger"] == "groupscope.run", records
+    assert records[-1]["message"].startswith("cannot reach Kafka at 127.0.0.1:1: connection refused ("), records
+
+
+def test_a_failed_query_is_one_line():
+    from streaming.job.progress import query_error_line
+
+    error = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch "
+             "sink. Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call "
+             "last):\n  File \"batch_sink.py\", line 94, in handle\n    result = collect_outputs(batch_id, rows)\n"
+             "ValueError: Target schema's field names are not matching\n\n=== Streaming Query ===\n"
+             "Identifier: groupscope [id = 1]\nCurrent Committed Offsets: {}\n")
+    assert query_error_line(error) == "ValueError: Target schema's field names are not matching"
+    assert query_error_line("Job aborted.\nplan line") == "Job aborted."
+    assert len(query_error_line("x" * 1000)) == 300
+
+
+def test_a_bare_python_traceback_is_named_by_its_exception(keep):
+    logger, lines = keep
+    logger.setLevel(logging.INFO)
+    _through_jvm_output("Traceback (most recent call last):\n  File \"runner.py\", line 265, in main\n"
+                        "    serve()\nConnectionResetError: [Errno 104] Connection reset by peer\n", logger)
+    assert lines.messages() == ["ConnectionResetError: [Errno 104] Connection reset by peer (3 more lines of trace; "
+                                "--log-level debug shows them)"]
