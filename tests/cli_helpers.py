@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,3 +14,16 @@ REPO = Path(__file__).resolve().parents[1]
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "streaming.commands.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def stop_job(proc: subprocess.Popen, grace_s: float = 90) -> None:
+    """Stops a job started in its own session as an operator would: SIGTERM, and SIGKILL to its whole process
+    group (Spark's JVM and Python workers included) only if it has not stopped within ``grace_s``."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)

@@ -62,7 +62,7 @@ def executor_written_tables(settings: Settings, sink: BatchSink) -> frozenset[st
     d = settings.delta
     delta = getattr(sink, "delta", None)
     if not (d.enabled and d.write_on_executors and d.writer == "deltalake" and not d.storage_options
-            and delta is not None and hasattr(delta, "prepare_append_tables")):
+            and delta is not None):
         return frozenset()
     return BULK_TABLES
 

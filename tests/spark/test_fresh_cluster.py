@@ -4,9 +4,7 @@ it appears."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +21,8 @@ from protocol.builders import new_offset_commit
 from protocol.codec import encode_record
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.sinks.delta import DeltaSink
+
+from tests.cli_helpers import stop_job
 
 from .harness import HEARTBEAT, OFFSETS
 
@@ -98,9 +98,4 @@ def test_the_job_waits_for_consumer_offsets_and_becomes_ready_when_it_appears(tm
             assert delta.written_version("commits") is not None
             assert len([line for line in log.read_text().splitlines() if "waiting for it" in line]) == 1
         finally:
-            if job.poll() is None:
-                job.send_signal(signal.SIGTERM)
-                try:
-                    job.wait(90)
-                except subprocess.TimeoutExpired:
-                    os.killpg(job.pid, signal.SIGKILL)
+            stop_job(job)

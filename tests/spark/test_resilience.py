@@ -4,9 +4,7 @@ outage is survived and processing resumes; ``groupscope run`` says an outage in 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import struct
 import subprocess
 import sys
@@ -25,6 +23,8 @@ from protocol.codec import encode_record
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.job.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
+
+from tests.cli_helpers import stop_job
 
 from .harness import HEARTBEAT, OFFSETS, job_settings
 
@@ -166,12 +166,7 @@ def test_a_30_s_outage_is_two_lines_and_a_503_that_clears(tmp_path):
             time.sleep(5)  # late words about the outage would come now
             assert job.poll() is None, "the job must ride out the outage"
         finally:
-            job.send_signal(signal.SIGTERM)
-            try:
-                job.wait(90)
-            except subprocess.TimeoutExpired:
-                os.killpg(job.pid, signal.SIGKILL)
-                job.wait(30)
+            stop_job(job)
         lines = log.read_text().splitlines()
         records = []
         for line in lines:
