@@ -32,6 +32,13 @@ class ConfigError(ValueError):
         super().__init__("; ".join(lines))
 
 
+def _librdkafka_strings(value: Any) -> Any:
+    """librdkafka takes every setting as a string, and booleans as ``true``/``false`` (YAML gives ``True``)."""
+    if isinstance(value, dict):
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    return value
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -153,6 +160,28 @@ class ModelSettings(_Section):
     end_offset_history: int = Field(64, ge=2, le=10000)
 
 
+_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ClusterSettings(_Section):
+    """One cluster of a deployment that watches several (``clusters:``). Each section given here is merged over the
+    top-level one of the same name, so shared settings (security, thresholds) are written once and a cluster names
+    only what differs. ``checkpoint`` and ``delta_path`` default to a folder named after the cluster under the
+    top-level ``spark.checkpoint`` and ``delta.path``."""
+
+    kafka: dict[str, str] = Field(default_factory=dict)
+    source: dict[str, Any] = Field(default_factory=dict)
+    heartbeat: dict[str, Any] = Field(default_factory=dict)
+    model: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: str | None = None
+    delta_path: str | None = None
+
+    @field_validator("kafka", mode="before")
+    @classmethod
+    def _kafka_strings(cls, value: Any) -> Any:
+        return _librdkafka_strings(value)
+
+
 class Settings(BaseSettings):
     """Everything ``groupscope run`` needs."""
 
@@ -167,12 +196,44 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    # Several clusters watched by one job: name -> what differs from the sections above (ClusterSettings). Empty:
+    # one cluster, named by ``cluster`` and described by the sections above.
+    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _api_needs_metrics(self) -> Settings:
         if self.api.enabled and not self.metrics.enabled:
             raise ValueError("api.enabled needs metrics.enabled: the API serves the state the metrics feed keeps")
         return self
+
+    @field_validator("clusters")
+    @classmethod
+    def _cluster_names(cls, value: dict[str, ClusterSettings]) -> dict[str, ClusterSettings]:
+        for name in value:
+            if not _CLUSTER_NAME.match(name):
+                raise ValueError(f"cluster name {name!r}: letters, digits, '.', '_' and '-' only (it names a "
+                                 "folder and a metric label), at most 64 characters")
+        return value
+
+    def cluster_settings(self) -> list[Settings]:
+        """One complete :class:`Settings` per watched cluster, in the order the config names them: ``[self]`` for a
+        single-cluster config. Raises :class:`ConfigError` naming ``clusters.NAME.…`` for a bad merged setting."""
+        if not self.clusters:
+            return [self]
+        base = self.model_dump(exclude={"clusters"})
+        out = []
+        for name, over in self.clusters.items():
+            data = _deep_merge(base, {
+                "cluster": name,
+                "kafka": over.kafka, "source": over.source, "heartbeat": over.heartbeat, "model": over.model,
+                "spark": {"checkpoint": over.checkpoint or _child(self.spark.checkpoint, name)},
+                "delta": {"path": over.delta_path or _child(self.delta.path, name)},
+            })
+            try:
+                out.append(Settings.model_validate(data))
+            except ValidationError as exc:
+                raise ConfigError(format_errors(exc, f"clusters.{name}")) from None
+        return out
 
     @property
     def partition_rows_on_driver(self) -> bool:
@@ -183,16 +244,14 @@ class Settings(BaseSettings):
     @field_validator("kafka", mode="before")
     @classmethod
     def _kafka_strings(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
-        return value
+        return _librdkafka_strings(value)
 
-    @field_validator("kafka")
-    @classmethod
-    def _bootstrap(cls, value: dict[str, str]) -> dict[str, str]:
-        if not value.get("bootstrap.servers"):
-            raise ValueError("bootstrap.servers is required")
-        return value
+    @model_validator(mode="after")
+    def _bootstrap(self) -> Settings:
+        # With several clusters the top-level kafka section holds what they share; each cluster names its servers.
+        if not self.clusters and not self.kafka.get("bootstrap.servers"):
+            raise ValueError("kafka: bootstrap.servers is required")
+        return self
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
@@ -243,6 +302,11 @@ class _AliasEnv(PydanticBaseSettingsSource):
 _FILE_VALUES: dict[str, Any] = {}
 
 
+def _child(path: str, name: str) -> str:
+    """``name`` under a folder or URI (``s3://b/delta`` -> ``s3://b/delta/eu``)."""
+    return path.rstrip("/") + "/" + name
+
+
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
@@ -254,7 +318,9 @@ def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
     lines = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
+        if where == "(top level)" and ": " in msg:  # a check across sections names the setting itself
+            where, msg = msg.split(": ", 1)
         if err["type"] == "extra_forbidden":
             msg = "unknown setting"
         lines.append(f"{origin}: {where}: {msg}")
@@ -288,6 +354,10 @@ def load_settings(path: str | None = None, overrides: dict[str, Any] | None = No
         raise ConfigError(format_errors(exc, path or "config")) from None
     finally:
         _FILE_VALUES = {}
+    try:
+        settings.cluster_settings()  # every cluster's merged settings are valid, or one line per bad one
+    except ConfigError as exc:
+        raise ConfigError([f"{path or 'config'}: {line}" for line in exc.lines]) from None
     return settings
 
 
@@ -297,4 +367,6 @@ def redacted(settings: Settings) -> dict[str, Any]:
     data["kafka"] = {k: ("***" if _SECRET.search(k) else v) for k, v in data["kafka"].items()}
     data["delta"]["storage_options"] = {k: ("***" if _SECRET.search(k) else v)
                                         for k, v in data["delta"]["storage_options"].items()}
+    for cluster in data.get("clusters", {}).values():
+        cluster["kafka"] = {k: ("***" if _SECRET.search(k) else v) for k, v in cluster["kafka"].items()}
     return data

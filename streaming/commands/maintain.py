@@ -40,18 +40,27 @@ def maintain(config, delta_path, tables, vacuum_retention_hours) -> None:
     if vacuum_retention_hours is not None:
         options = options.model_copy(update={"vacuum_retention_hours": vacuum_retention_hours})
     root = settings.delta.path
-    if "://" not in root and not Path(root).is_dir():
-        click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory)", err=True)
-        sys.exit(1)
+    if settings.clusters:  # several clusters: each one's tables under its own folder
+        sets = [(c.cluster, c.delta.path) for c in settings.cluster_settings()]
+    else:
+        if "://" not in root and not Path(root).is_dir():
+            click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory)", err=True)
+            sys.exit(1)
+        from streaming.commands.status_view import cluster_tables
+
+        sets = cluster_tables(root) or [(settings.cluster, root)]
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.delta_maintenance import DeltaMaintenance
 
-    sink = DeltaSink(settings.delta.path, app_id=f"groupscope-{settings.cluster}",
-                     storage_options=settings.delta.storage_options)
-    reports = DeltaMaintenance(sink, options).run_once(tables or None)
-    if not reports:
-        click.echo(f"groupscope maintain: no Delta tables under {settings.delta.path}", err=True)
-        sys.exit(1)
-    for report in reports:
-        click.echo(report.line())
-    sys.exit(1 if any(r.error for r in reports) else 0)
+    failed = False
+    for cluster, path in sets:
+        prefix = f"cluster {cluster}: " if len(sets) > 1 else ""
+        sink = DeltaSink(path, app_id=f"groupscope-{cluster}", storage_options=settings.delta.storage_options)
+        reports = DeltaMaintenance(sink, options).run_once(tables or None)
+        if not reports:
+            click.echo(f"groupscope maintain: {prefix}no Delta tables under {path}", err=True)
+            failed = True
+        for report in reports:
+            click.echo(prefix + report.line())
+        failed = failed or any(r.error for r in reports)
+    sys.exit(1 if failed else 0)

@@ -16,8 +16,10 @@ from streaming.config import ConfigError, load_settings
 __all__ = ["run", "heartbeat", "status"]
 
 
-def _overrides(bootstrap, cluster, metrics_port, delta_path, checkpoint, master) -> dict:
+def _overrides(bootstrap, cluster, metrics_port, delta_path, checkpoint, master, api_port=None) -> dict:
     out: dict = {}
+    if api_port is not None:
+        out["api"] = {"enabled": True, "port": api_port}
     if bootstrap:
         out["kafka"] = {"bootstrap.servers": bootstrap}
     if cluster:
@@ -35,6 +37,10 @@ def _settings(config, **flags):
     try:
         overrides = _overrides(**flags)
         settings = load_settings(config, None)
+        if settings.clusters and (flags.get("bootstrap") or flags.get("cluster")):
+            click.echo(f"groupscope: --bootstrap and --cluster name one cluster, but the configuration watches "
+                       f"several ({', '.join(settings.clusters)}): set them under clusters.NAME.kafka instead", err=True)
+            sys.exit(2)
         if overrides:
             merged = settings.model_dump()
             for section, values in overrides.items():
@@ -123,11 +129,13 @@ def configure_logging(log_level: str = "info", log_format: str = "text") -> None
               show_default=True, help="groupscope's own log level (Spark's Python bridge logs warnings only).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text lines, or one JSON object per line (time, level, logger, message).")
+@click.option("--api-port", type=click.IntRange(0, 65535), help="Serve the HTTP API (Burrow's /v3 paths and "
+              "groupscope's /v1) on this port (api.enabled and api.port).")
 def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master, duration, log_level,
-        log_format) -> None:
-    """Run the streaming job against a Kafka cluster."""
+        log_format, api_port) -> None:
+    """Run the streaming job against a Kafka cluster, or several (clusters: in the configuration)."""
     settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
-                         delta_path=delta_path, checkpoint=checkpoint, master=master)
+                         delta_path=delta_path, checkpoint=checkpoint, master=master, api_port=api_port)
     configure_logging(log_level, log_format)
     from streaming.job.runner import GroupscopeJob
 
@@ -208,19 +216,23 @@ def status(config, delta_path, as_json) -> None:
     listed last, as deleted."""
     settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
                          checkpoint=None, master=None)
-    from streaming.commands.status_view import load_status, render_status
+    from streaming.commands.status_view import cluster_tables, load_clusters_status, load_status, render_status
 
     path = settings.delta.path
-    if path == type(settings.delta)().path and not (Path(path) / "groups").exists():
+    several = [(c.cluster, c.delta.path) for c in settings.cluster_settings()] if settings.clusters else []
+    if not several and delta_path is None and path == type(settings.delta)().path \
+            and not (Path(path) / "groups").exists() and not cluster_tables(path):
         # Nothing configured and no job's tables here: the tables of the last groupscope demo, if any.
         from streaming.commands.demo_stack import default_demo_dir
 
         demo_delta = default_demo_dir() / "delta"
-        if (demo_delta / "groups").exists():
+        if (demo_delta / "groups").exists() or cluster_tables(str(demo_delta)):
             click.echo(f"groupscope status: showing the demo's tables ({demo_delta})", err=True)
             path = str(demo_delta)
+    several = several or cluster_tables(path)  # a deployment's root folder holds one table set per cluster
     try:
-        rows = load_status(path, storage_options=settings.delta.storage_options)
+        rows = load_clusters_status(several, storage_options=settings.delta.storage_options) if several else \
+            load_status(path, storage_options=settings.delta.storage_options)
     except FileNotFoundError as exc:
         click.echo(f"groupscope status: {exc}", err=True)
         sys.exit(1)

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from streaming.sinks.delta import DeltaSink
 
-__all__ = ["load_status", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
+__all__ = ["load_status", "load_clusters_status", "cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
            "format_lag_seconds", "COMPACT_COLUMNS"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
@@ -69,6 +69,36 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
         gone.append(deleted_row(gid, f"{what} at {t:%H:%M:%S} UTC (no longer in __consumer_offsets)",
                                 rebalances_1h=recent.get(gid, 0), updated=t))
     return sort_by_severity(rows) + gone
+
+
+def cluster_tables(delta_path: str) -> list[tuple[str, str]]:
+    """The table sets of a deployment that watches several clusters, found under ``delta_path`` (each cluster's
+    tables are in a folder named after it): ``[(cluster, path), ...]``, empty when ``delta_path`` holds one set
+    itself or is not a local folder."""
+    root = Path(delta_path)
+    if "://" in delta_path or (root / "groups").exists() or not root.is_dir():
+        return []
+    return [(child.name, str(child)) for child in sorted(root.iterdir()) if (child / "groups").is_dir()]
+
+
+def load_clusters_status(tables: Iterable[tuple[str, str]], *, storage_options: Mapping[str, str] | None = None,
+                         now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """:func:`load_status` of each cluster's tables, every row with its ``cluster``, cluster by cluster in the
+    given order. A cluster whose tables are not written yet is one row saying so, not a failure of the others."""
+    rows: list[dict[str, Any]] = []
+    for cluster, path in tables:
+        try:
+            found = load_status(path, storage_options=storage_options, now=now)
+        except FileNotFoundError as exc:
+            found = [deleted_row("-", str(exc), state="-", verdict="")]
+        rows.extend({"cluster": cluster, **r} for r in found)
+    return rows
+
+
+def _clusters(rows: list[Mapping[str, Any]]) -> list[str]:
+    """The clusters of ``rows`` in order of first appearance, when they come from more than one."""
+    seen = list(dict.fromkeys(r["cluster"] for r in rows if r.get("cluster") is not None))
+    return seen if len(seen) > 1 else []
 
 
 def deleted_row(group: str, why: str, **known: Any) -> dict[str, Any]:
@@ -180,7 +210,13 @@ def compact_lines(rows: Iterable[Mapping[str, Any]], width: int, *, group_width:
     if inline:
         head.append(" WHY")
     out = [head]
+    rows = list(rows)
+    several = bool(_clusters(rows))
+    cluster = None
     for r in rows:
+        if several and r.get("cluster") != cluster:  # several clusters: each one's groups under its name
+            cluster = r.get("cluster")
+            out.append(Text(f"cluster {cluster}", style="bold underline"))
         text = line(_cells(r))
         why = r.get("why") or ""
         if inline:
@@ -205,7 +241,11 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
     """The full groups table (every column; WHY folded within 60 columns)."""
     from rich.table import Table
 
+    rows = list(rows)
+    several = bool(_clusters(rows))
     table = Table(title=title, header_style="bold")
+    if several:
+        table.add_column("CLUSTER", justify="left", overflow="fold")
     for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
                           ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right"),
                           ("VERDICT", "left")):
@@ -213,7 +253,7 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
     table.add_column("WHY", justify="left", overflow="fold", max_width=60)
     for r in rows:
         status = r["status"] or "-"
-        table.add_row(r["group"], r["type"] or "-", r["state"] or "-",
+        table.add_row(*([r.get("cluster") or "-"] if several else []), r["group"], r["type"] or "-", r["state"] or "-",
                       str(r["members"] if r["members"] is not None else "-"),
                       f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r),
                       f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),

@@ -1,5 +1,8 @@
 """Feeds each micro-batch's results to the Prometheus endpoint (the driver-side half of the metrics sink), and
-serves the same state over the HTTP API when ``api.enabled`` (docs/http-api.md)."""
+serves the same state over the HTTP API when ``api.enabled`` (docs/http-api.md).
+
+One endpoint serves every cluster of a deployment: each cluster has its own :class:`ClusterFeed` (state and
+health, fed by that cluster's query), and the endpoint's series and API responses are labelled with the cluster."""
 
 from __future__ import annotations
 
@@ -11,48 +14,27 @@ from streaming.job.batch_sink import BatchResult, partition_rows_for_metrics, ta
 from streaming.config import Settings
 from streaming.sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
 
-__all__ = ["MetricsFeed"]
+__all__ = ["MetricsFeed", "ClusterFeed"]
 
 
-class MetricsFeed:
+class ClusterFeed:
+    """One cluster's state as the endpoint shows it, updated after each of that cluster's micro-batches."""
+
     def __init__(self, settings: Settings, status, emitter: Callable[[], object] | None = None) -> None:
-        m = settings.metrics
+        self.settings = settings
         self.status = status
         self.emitter = emitter
         self.health = MonitorHealth()
         self.state = MetricsState(keep_partitions=settings.partition_rows_on_driver)
         self._last_batch_at: float | None = None
-        self.server = MetricsServer(self.state, cluster=settings.cluster, host=m.host, port=m.port,
-                                    partition_metrics=m.partition_metrics, kafka_up=self._kafka_up,
-                                    max_batch_age_s=m.ready_max_batch_age_seconds,
-                                    max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds)
-        self.api = _api_server(settings, self.state) if settings.api.enabled else None
 
-    def _kafka_up(self) -> bool | None:
+    def kafka_up(self) -> bool | None:
         """Whether the heartbeat emitter's last attempt reached Kafka; None before it tried or without one."""
         emitter = self.emitter() if self.emitter is not None else None
         if emitter is None:
             return None
         status = emitter.status
         return None if status.ticks == 0 and status.failures == 0 else status.kafka_up
-
-    @property
-    def port(self) -> int:
-        return self.server.port
-
-    def start(self) -> None:
-        self.server.start()
-        if self.api is not None:
-            try:
-                self.api.start()
-            except BaseException:
-                self.server.stop()
-                raise
-
-    def stop(self) -> None:
-        if self.api is not None:
-            self.api.stop()
-        self.server.stop()
 
     def apply(self, result: BatchResult) -> None:
         now = time.time()
@@ -73,13 +55,82 @@ class MetricsFeed:
                                table_rows(result, "group_events"), self.health, batch_id=result.batch_id)
 
 
-def _api_server(settings: Settings, state: MetricsState) -> ApiServer:
-    """The HTTP API over this job's state: one cluster, named as in the metrics' ``cluster`` label."""
+class MetricsFeed:
+    """The ``/metrics`` endpoint (and the API) of a job, with the first cluster's feed; :meth:`add_cluster` adds
+    the others of a deployment that watches several. ``state``, ``health`` and ``apply`` are the first cluster's,
+    which is all a single-cluster job has."""
+
+    def __init__(self, settings: Settings, status, emitter: Callable[[], object] | None = None) -> None:
+        m = settings.metrics
+        self.settings = settings
+        first = ClusterFeed(settings, status, emitter)
+        self.clusters: dict[str, ClusterFeed] = {settings.cluster: first}
+        self.server = MetricsServer(first.state, cluster=settings.cluster, host=m.host, port=m.port,
+                                    partition_metrics=m.partition_metrics, kafka_up=first.kafka_up,
+                                    max_batch_age_s=m.ready_max_batch_age_seconds,
+                                    max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds)
+        self.api = ApiServer(self._api_sources, host=settings.api.host, port=settings.api.port) \
+            if settings.api.enabled else None
+        self._sources: dict[str, ClusterSource] = {}
+        self._add_source(settings, first)
+
+    def add_cluster(self, settings: Settings, status, emitter: Callable[[], object] | None = None) -> ClusterFeed:
+        """Serves one more cluster: its series carry ``cluster="<settings.cluster>"``, and the API lists it."""
+        if settings.cluster in self.clusters:
+            raise ValueError(f"cluster {settings.cluster!r} is served already")
+        feed = ClusterFeed(settings, status, emitter)
+        self.clusters[settings.cluster] = feed
+        self.server.add_cluster(settings.cluster, feed.state, feed.kafka_up)
+        self._add_source(settings, feed)
+        return feed
+
+    def _add_source(self, settings: Settings, feed: ClusterFeed) -> None:
+        if self.api is not None:
+            self._sources = {**self._sources, settings.cluster: _api_source(settings, feed.state)}
+
+    def _api_sources(self) -> dict[str, ClusterSource]:
+        return self._sources
+
+    @property
+    def _first(self) -> ClusterFeed:
+        return next(iter(self.clusters.values()))
+
+    @property
+    def state(self) -> MetricsState:
+        return self._first.state
+
+    @property
+    def health(self) -> MonitorHealth:
+        return self._first.health
+
+    def apply(self, result: BatchResult) -> None:
+        self._first.apply(result)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def start(self) -> None:
+        self.server.start()
+        if self.api is not None:
+            try:
+                self.api.start()
+            except BaseException:
+                self.server.stop()
+                raise
+
+    def stop(self) -> None:
+        if self.api is not None:
+            self.api.stop()
+        self.server.stop()
+
+
+def _api_source(settings: Settings, state: MetricsState) -> ClusterSource:
+    """What the API shows of one cluster, named as in the metrics' ``cluster`` label."""
     k = settings.kafka
     info = ClusterInfo(servers=tuple(s.strip() for s in k["bootstrap.servers"].split(",") if s.strip()),
                        client_id=k.get("client.id", "groupscope"), refresh_seconds=settings.heartbeat.interval_seconds,
                        security_protocol=k.get("security.protocol", "PLAINTEXT"),
                        sasl_mechanism=k.get("sasl.mechanism", k.get("sasl.mechanisms", "")),
                        sasl_username=k.get("sasl.username", ""))
-    source = ClusterSource.of_state(settings.cluster, state, info)
-    return ApiServer({settings.cluster: source}, host=settings.api.host, port=settings.api.port)
+    return ClusterSource.of_state(settings.cluster, state, info)

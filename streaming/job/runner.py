@@ -1,11 +1,12 @@
 """``groupscope run``: the long-running job, its services started in order and stopped in reverse.
 
-Order (services before their clients, as in Burrow's coordinator): metrics endpoint, Delta sink, heartbeat
-emitter, Spark session, streaming query. A failed start unwinds what already started. While running, a supervisor
-loop watches the query: a query that dies (for example after a broker outage longer than the read timeout) is
-restarted from its checkpoint with a growing back-off, and the failure is counted and reported. On SIGTERM/SIGINT
-the loop waits for the micro-batch in flight to finish before stopping the query, so no batch is left half
-written (and Delta's per-batch app transactions make even a hard kill safe).
+Order (services before their clients, as in Burrow's coordinator): metrics endpoint, then per cluster its Delta
+sink and heartbeat emitter, then the Spark session and each cluster's streaming query. A failed start unwinds what
+already started. While running, a supervisor loop watches every query: a query that dies (for example after a
+broker outage longer than the read timeout) is restarted from its checkpoint with a growing back-off, and the
+failure is counted and reported. With several clusters, one that cannot be reached at start is tried again with
+the same back-off while the others run. On SIGTERM/SIGINT each query's micro-batch in flight finishes before the
+query stops, so no batch is left half written (and Delta's per-batch app transactions make even a hard kill safe).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from streaming.job.batch_sink import BatchResult, BatchSink
 from streaming.job.progress import query_error_line
 from streaming.config import Settings
 
-__all__ = ["GroupscopeJob", "JobStatus"]
+__all__ = ["GroupscopeJob", "ClusterRun", "JobStatus"]
 
 log = logging.getLogger("groupscope.run")
 
@@ -37,62 +38,70 @@ class JobStatus:
     started_at: float = field(default_factory=time.time)
 
 
-class GroupscopeJob:
-    def __init__(self, settings: Settings, *, on_batch: Callable[[BatchResult], None] | None = None,
-                 install_signal_handlers: bool = True, heartbeat_clock: Callable[[], float] | None = None,
-                 jvm_log: str | None = None) -> None:
-        """``heartbeat_clock``: the clock heartbeats are stamped with (default: the wall clock); the demo passes
-        its simulation's clock so records and heartbeats share one. ``jvm_log``: where the JVM's own output goes
-        (default: this process's stderr)."""
+class ClusterNotYet(RuntimeError):
+    """A cluster of a several-cluster job cannot start yet (unreachable, no offsets topic): retried later."""
+
+
+class _ClusterLog(logging.LoggerAdapter):
+    """Lines about one cluster of several start with ``cluster NAME:``; a single-cluster job's lines stay bare."""
+
+    def process(self, msg, kwargs):
+        prefix = self.extra.get("prefix", "")
+        return (f"{prefix}{msg}" if prefix else msg), kwargs
+
+
+class ClusterRun:
+    """One watched cluster's part of the job: its Delta tables and their maintenance, Kafka access, heartbeat
+    emitter and streaming query, started and stopped together. A several-cluster job runs one per cluster in one
+    Spark application; each has its own checkpoint, tables, state and back-off, so one cluster's outage or failed
+    query never stops another's."""
+
+    def __init__(self, settings: Settings, *, several: bool, heartbeat_clock: Callable[[], float] | None) -> None:
         self.settings = settings
+        self.name = settings.cluster
+        self.several = several
         self.heartbeat_clock = heartbeat_clock
-        self.jvm_log = jvm_log
-        self.on_batch = on_batch
         self.status = JobStatus()
-        self.stop_requested = threading.Event()
-        self.install_signal_handlers = install_signal_handlers
-        self._started: list[tuple[str, Callable[[], None]]] = []
-        self.spark = None
-        self.query = None
-        self.metrics = None
-        self.emitter = None
+        self.log = _ClusterLog(log, {"prefix": f"cluster {self.name}: " if several else ""})
         self.sink: BatchSink | None = None
         self.maintenance = None  # DeltaMaintenance: compaction, checkpoint, vacuum in the background
         self.plan = None
         self.catch_up = None  # CatchUpWatch: "caught up after S s", once per start
+        self.emitter = None
+        self.query = None
+        self.prepared = False
+        self.backoff = 2.0
+        self.next_attempt = 0.0  # monotonic time of the next start or restart attempt
+        self._started: list[tuple[str, Callable[[], None]]] = []
 
-    # ---- lifecycle --------------------------------------------------------------------------------------------
+    @property
+    def query_name(self) -> str:
+        return f"groupscope-{self.name}" if self.several else "groupscope"
 
-    def start(self) -> None:
-        self._started_at = time.monotonic()
+    def prepare(self, *, on_batch: Callable[[BatchResult], None], metrics: Callable[[BatchResult], None] | None,
+                started_at: float, stop_requested: threading.Event) -> None:
+        """Everything but the query: Delta sink, Kafka reachable and its offsets topic found, heartbeat emitter.
+        Unwinds what it started when it fails."""
         try:
-            self._start_services()
+            self._prepare(on_batch, metrics, started_at, stop_requested)
         except BaseException:
-            self.stop()
+            self.stop_services()
             raise
+        self.prepared = True
 
-    def _start_services(self) -> None:
+    def _prepare(self, on_batch, metrics, started_at: float, stop_requested: threading.Event) -> None:
         from streaming.kafka.client import KafkaAccess, KafkaUnavailable
         from streaming.sinks.delta import DeltaSink
         from streaming.spark.job import JobPlan
 
         s = self.settings
-        metrics_callback = None
-        if s.metrics.enabled:
-            from streaming.job.metrics_feed import MetricsFeed
-
-            self.metrics = MetricsFeed(s, self.status, emitter=lambda: self.emitter)
-            self.metrics.start()
-            self._started.append(("metrics", self.metrics.stop))
-            metrics_callback = self.metrics.apply
-        # Said once the metrics port is taken (a port in use stays the one line of a failed start).
-        log.info("starting: cluster %s, Kafka at %s, checkpoint %s, Delta tables in %s", s.cluster,
-                 s.kafka.get("bootstrap.servers", "?"), s.spark.checkpoint, s.delta.path)
+        self.log.info("starting: cluster %s, Kafka at %s, checkpoint %s, Delta tables in %s", s.cluster,
+                      s.kafka.get("bootstrap.servers", "?"), s.spark.checkpoint, s.delta.path)
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
             if s.delta.enabled and s.delta.writer == "deltalake" else None
         if delta is not None:
             _refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
-        self.sink = BatchSink(delta=delta, metrics=metrics_callback, on_batch=self._after_batch)
+        self.sink = BatchSink(delta=delta, metrics=metrics, on_batch=on_batch)
         if delta is not None and s.delta.maintenance.enabled:
             from streaming.sinks.delta_maintenance import DeltaMaintenance
 
@@ -104,12 +113,16 @@ class GroupscopeJob:
             access.wait_reachable(8.0)  # an unreachable cluster is one line within 10 s, not minutes of retries
             partitions = access.partitions(s.source.offsets_topic)
         except KafkaUnavailable as exc:
-            raise RuntimeError(str(exc) if str(exc).startswith("cannot reach") else
-                               f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}") from None
+            message = str(exc) if str(exc).startswith("cannot reach") else \
+                f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}"
+            raise (ClusterNotYet if self.several else RuntimeError)(message) from None
         if not partitions:
-            partitions = self._wait_for_offsets_topic(access)
+            if self.several:  # the other clusters go on; this one is tried again later
+                raise ClusterNotYet(f"topic {s.source.offsets_topic} does not exist yet at {access.bootstrap} (Kafka "
+                                    "creates it when the first consumer group commits or joins)")
+            partitions = self._wait_for_offsets_topic(access, stop_requested)
         self.plan = JobPlan(len(partitions), s.heartbeat.topic, s.source.offsets_topic)
-        self._log_resume(access, partitions)
+        self._log_resume(access, partitions, started_at)
 
         if s.heartbeat.enabled:
             from streaming.kafka.heartbeat import HeartbeatEmitter
@@ -124,34 +137,9 @@ class GroupscopeJob:
             self.emitter.start()
             self._started.append(("heartbeat", self.emitter.stop))
 
-        from streaming.spark.session import build_session
-
-        sp = s.spark
-        self.spark = build_session(master=sp.master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
-                                   driver_memory=sp.driver_memory, conf=sp.conf, jvm_log=self.jvm_log)
-        self._started.append(("spark", self.spark.stop))
-        if s.delta.enabled and s.delta.writer == "delta-spark":
-            from streaming.sinks.delta_spark import DeltaSparkSink, delta_spark_available
-
-            if not delta_spark_available(self.spark):
-                raise RuntimeError("delta.writer is delta-spark but Delta's jars are not on Spark's classpath "
-                                   "(add io.delta:delta-spark to spark.jars.packages, or use delta.writer: deltalake)")
-            self.sink.delta = DeltaSparkSink(self.spark, s.delta.path, app_id=f"groupscope-{s.cluster}")
-        self._start_query()
-        log.info("running; metrics on %s, Delta tables in %s", f":{self.metrics.port}" if self.metrics else "(off)",
-                 s.delta.path)
-        if self.install_signal_handlers and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: self.stop_requested.set())
-
-    def _start_query(self) -> None:
-        from streaming.spark.job import start_query
-
-        self.query = start_query(self.spark, self.settings, self.plan, self.sink)
-
     offsets_topic_poll_s: float = 2.0
 
-    def _wait_for_offsets_topic(self, access) -> list[int]:
+    def _wait_for_offsets_topic(self, access, stop_requested: threading.Event) -> list[int]:
         """Waits until ``__consumer_offsets`` exists and returns its partitions.
 
         Kafka creates the topic when the first consumer group commits or joins, so a brand-new cluster has none;
@@ -160,11 +148,11 @@ class GroupscopeJob:
         from streaming.kafka.client import KafkaUnavailable
 
         topic = self.settings.source.offsets_topic
-        log.warning("topic %s does not exist yet at %s; waiting for it (Kafka creates it when the first consumer "
-                    "group commits or joins)", topic, access.bootstrap)
+        self.log.warning("topic %s does not exist yet at %s; waiting for it (Kafka creates it when the first "
+                         "consumer group commits or joins)", topic, access.bootstrap)
         self.status.last_error = f"waiting for topic {topic} to exist"
         unreachable_since: float | None = None
-        while not self.stop_requested.wait(self.offsets_topic_poll_s):
+        while not stop_requested.wait(self.offsets_topic_poll_s):
             try:
                 partitions = access.partitions(topic)
                 unreachable_since = None
@@ -174,106 +162,271 @@ class GroupscopeJob:
                     raise RuntimeError(f"cannot reach Kafka at {access.bootstrap}: {exc}") from None
                 continue
             if partitions:
-                log.info("topic %s found with %d partitions", topic, len(partitions))
+                self.log.info("topic %s found with %d partitions", topic, len(partitions))
                 self.status.last_error = None
                 return partitions
         raise RuntimeError(f"stopped while waiting for topic {topic} to exist")
 
-    def _log_resume(self, access, partitions: list[int]) -> None:
+    def _log_resume(self, access, partitions: list[int], started_at: float) -> None:
         """One line: where the checkpoint resumes (or a first start begins) and how far behind that is."""
         from streaming.job.progress import CatchUpWatch, checkpoint_position, resume_line
         from streaming.kafka.client import KafkaUnavailable
 
         s = self.settings
-        self.catch_up = CatchUpWatch(len(partitions), log, started=self._started_at)
+        self.catch_up = CatchUpWatch(len(partitions), self.log, started=started_at)
         position = checkpoint_position(s.spark.checkpoint, s.source.offsets_topic)
         try:
             ends = access.end_offsets([(s.source.offsets_topic, p) for p in partitions])
         except KafkaUnavailable:
             ends = None
         if ends is None:  # Kafka stopped answering right now: the line without the distance
-            log.info("%s", f"resumed from checkpoint at batch {position[0]}" if position else "no checkpoint yet")
+            self.log.info("%s", f"resumed from checkpoint at batch {position[0]}" if position else "no checkpoint yet")
             return
-        log.info("%s", resume_line(position, {p: e.last_stable for (_, p), e in ends.items()},
-                                   {p: e.low_watermark for (_, p), e in ends.items()},
-                                   starting_offsets=s.source.starting_offsets, offsets_topic=s.source.offsets_topic))
+        self.log.info("%s", resume_line(position, {p: e.last_stable for (_, p), e in ends.items()},
+                                        {p: e.low_watermark for (_, p), e in ends.items()},
+                                        starting_offsets=s.source.starting_offsets,
+                                        offsets_topic=s.source.offsets_topic))
 
-    def _after_batch(self, result: BatchResult) -> None:
+    def start_query(self, spark) -> None:
+        from streaming.spark.job import start_query
+
+        if self.several:  # each cluster's jobs in a pool of their own: a busy cluster cannot starve the others
+            spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.name)
+        self.query = start_query(spark, self.settings, self.plan, self.sink, query_name=self.query_name)
+
+    def after_batch(self, result: BatchResult) -> None:
         self.status.batches += 1
         if self.catch_up is not None:
             self.catch_up.after_batch(result.health)
         self.status.last_batch = result
         if self.maintenance is not None:
             self.maintenance.after_batch(result.batch_id)
+
+    def supervise(self, now: float, spark, start: Callable[[ClusterRun], None]) -> None:
+        """One look at this cluster: (re)starts what is down once its back-off has passed."""
+        if now < self.next_attempt:
+            return
+        if not self.prepared or self.query is None:
+            try:
+                start(self)
+                if self.query is not None:
+                    self.log.info("streaming query started")
+            except Exception as exc:  # noqa: BLE001 - reported; tried again after the back-off
+                self.status.last_error = f"restart failed: {exc}" if self.prepared else str(exc)
+                self.log.error("%s; trying again in %.0f s", self.status.last_error, self.backoff)
+                self._later(now)
+            return
+        q = self.query
+        if not q.isActive:
+            exc = q.exception()
+            self.status.last_error = query_error_line(str(exc)) if exc else "query stopped"
+            self.status.restarts += 1
+            self.log.debug("streaming query stopped: %s", exc)
+            self.log.error("streaming query stopped (%s); restarting in %.0f s", self.status.last_error, self.backoff)
+            self.query = None
+            self._later(now)
+            return
+        progress = q.lastProgress
+        if progress:
+            self.status.batch_duration_s = (progress.get("durationMs", {}).get("triggerExecution") or 0) / 1000
+            self.backoff = 2.0
+
+    def _later(self, now: float) -> None:
+        self.next_attempt = now + self.backoff
+        self.backoff = min(self.backoff * 2, 60.0)
+
+    def stop_query(self, deadline: float) -> None:
+        """Stops the query after the batch in flight (see :meth:`GroupscopeJob.stop`)."""
+        q = self.query
+        if q is None:
+            return
+        try:
+            if q.isActive and q.status.get("isTriggerActive"):
+                done = (q.lastProgress or {}).get("batchId", -1)
+                while (q.isActive and q.status.get("isTriggerActive")
+                       and (q.lastProgress or {}).get("batchId", -1) == done and time.monotonic() < deadline):
+                    time.sleep(0.05)
+            q.stop()
+        except Exception as exc:  # noqa: BLE001 - stopping must go on with the other services
+            self.log.warning("stopping the query: %s", exc)
+        self.query = None
+
+    def stop_services(self) -> None:
+        while self._started:
+            name, stop = self._started.pop()
+            try:
+                stop()
+            except Exception as exc:  # noqa: BLE001
+                self.log.warning("stopping %s: %s", name, exc)
+        self.prepared = False
+
+
+class GroupscopeJob:
+    """``groupscope run``: one :class:`ClusterRun` per watched cluster (one for a single-cluster config), one Spark
+    session, one metrics endpoint and API for all of them, and the supervisor loop that keeps every cluster's query
+    running. The single-cluster attributes (``query``, ``status``, ``emitter``, ``sink``, ``plan``...) are the first
+    cluster's."""
+
+    def __init__(self, settings: Settings, *, on_batch: Callable[[BatchResult], None] | None = None,
+                 install_signal_handlers: bool = True, heartbeat_clock: Callable[[], float] | None = None,
+                 jvm_log: str | None = None) -> None:
+        """``heartbeat_clock``: the clock heartbeats are stamped with (default: the wall clock); the demo passes
+        its simulation's clock so records and heartbeats share one. ``jvm_log``: where the JVM's own output goes
+        (default: this process's stderr)."""
+        self.settings = settings
+        per_cluster = settings.cluster_settings()
+        several = len(per_cluster) > 1
+        self.clusters = [ClusterRun(c, several=several, heartbeat_clock=heartbeat_clock) for c in per_cluster]
+        self.jvm_log = jvm_log
+        self.on_batch = on_batch
+        self.stop_requested = threading.Event()
+        self.install_signal_handlers = install_signal_handlers
+        self._started: list[tuple[str, Callable[[], None]]] = []
+        self.spark = None
+        self.metrics = None
+
+    # The first (or only) cluster's parts, by their single-cluster names.
+    first = property(lambda self: self.clusters[0])
+    status = property(lambda self: self.first.status)
+    query = property(lambda self: self.first.query)
+    emitter = property(lambda self: self.first.emitter)
+    sink = property(lambda self: self.first.sink)
+    plan = property(lambda self: self.first.plan)
+    catch_up = property(lambda self: self.first.catch_up)
+    maintenance = property(lambda self: self.first.maintenance)
+
+    @property
+    def several(self) -> bool:
+        return len(self.clusters) > 1
+
+    # ---- lifecycle --------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._started_at = time.monotonic()
+        try:
+            self._start_services()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_services(self) -> None:
+        s = self.clusters[0].settings
+        if s.metrics.enabled:
+            from streaming.job.metrics_feed import MetricsFeed
+
+            first = self.clusters[0]
+            self.metrics = MetricsFeed(s, first.status, emitter=lambda: first.emitter)
+            for run in self.clusters[1:]:
+                self.metrics.add_cluster(run.settings, run.status, emitter=lambda run=run: run.emitter)
+            self.metrics.start()
+            self._started.append(("metrics", self.metrics.stop))
+        failed: list[str] = []
+        for run in self.clusters:
+            try:
+                self._prepare(run)
+            except ClusterNotYet as exc:  # several clusters: the others start; this one is retried
+                run.status.last_error = str(exc)
+                run.log.error("%s; trying again in %.0f s", exc, run.backoff)
+                run._later(time.monotonic())
+                failed.append(f"cluster {run.name}: {exc}")
+        if len(failed) == len(self.clusters):
+            raise RuntimeError("; ".join(failed))
+        self._start_spark()
+        for run in self.clusters:
+            if run.prepared:
+                run.start_query(self.spark)
+        log.info("running; metrics on %s, Delta tables in %s", f":{self.metrics.port}" if self.metrics else "(off)",
+                 ", ".join(run.settings.delta.path for run in self.clusters))
+        if self.install_signal_handlers and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop_requested.set())
+
+    def _prepare(self, run: ClusterRun) -> None:
+        feed = self.metrics.clusters[run.name].apply if self.metrics is not None else None
+        run.prepare(on_batch=lambda result, run=run: self._after_batch(result, run), metrics=feed,
+                    started_at=self._started_at, stop_requested=self.stop_requested)
+        if self.spark is not None:
+            self._delta_spark(run)
+
+    def _start_spark(self) -> None:
+        from streaming.spark.session import build_session
+
+        sp = self.settings.spark
+        conf = dict(sp.conf)
+        master = sp.master
+        if self.several:
+            # Each cluster's jobs in their own fair-share pool, and (on the default local master) two task slots
+            # per cluster: a read task waiting on a cluster that went down must not hold the only slots.
+            conf.setdefault("spark.scheduler.mode", "FAIR")
+            if master == type(sp)().master:
+                master = f"local[{2 * len(self.clusters)}]"
+        self.spark = build_session(master=master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
+                                   driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log)
+        self._started.append(("spark", self.spark.stop))
+        for run in self.clusters:
+            if run.prepared:
+                self._delta_spark(run)
+
+    def _delta_spark(self, run: ClusterRun) -> None:
+        s = run.settings
+        if s.delta.enabled and s.delta.writer == "delta-spark":
+            from streaming.sinks.delta_spark import DeltaSparkSink, delta_spark_available
+
+            if not delta_spark_available(self.spark):
+                raise RuntimeError("delta.writer is delta-spark but Delta's jars are not on Spark's classpath "
+                                   "(add io.delta:delta-spark to spark.jars.packages, or use delta.writer: deltalake)")
+            run.sink.delta = DeltaSparkSink(self.spark, s.delta.path, app_id=f"groupscope-{s.cluster}")
+
+    def _start_cluster(self, run: ClusterRun) -> None:
+        """Starts what of ``run`` is not running: everything for a cluster that could not start, else its query."""
+        if not run.prepared:
+            self._prepare(run)
+        run.start_query(self.spark)
+
+    def _after_batch(self, result: BatchResult, run: ClusterRun | None = None) -> None:
+        (run or self.first).after_batch(result)
         if self.on_batch is not None:
             self.on_batch(result)
 
     def run(self, *, duration_s: float | None = None, poll_s: float = 0.5) -> None:
-        """Supervises the query until stopped (signal, :meth:`request_stop`, or ``duration_s``)."""
+        """Supervises every cluster's query until stopped (signal, :meth:`request_stop`, or ``duration_s``)."""
         deadline = None if duration_s is None else time.monotonic() + duration_s
-        backoff = 2.0
         while not self.stop_requested.is_set():
-            if deadline is not None and time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 break
-            q = self.query
-            if q is not None and not q.isActive:
-                exc = q.exception()
-                self.status.last_error = query_error_line(str(exc)) if exc else "query stopped"
-                self.status.restarts += 1
-                log.debug("streaming query stopped: %s", exc)
-                log.error("streaming query stopped (%s); restarting in %.0f s", self.status.last_error, backoff)
-                if self.stop_requested.wait(backoff):
-                    break
-                backoff = min(backoff * 2, 60.0)
-                try:
-                    self._start_query()
-                except Exception as exc:  # noqa: BLE001 - reported; the loop retries
-                    self.status.last_error = f"restart failed: {exc}"
-                    self.query = None
-                continue
-            if q is None:
-                try:
-                    self._start_query()
-                except Exception as exc:  # noqa: BLE001
-                    self.status.last_error = f"restart failed: {exc}"
-                    self.stop_requested.wait(backoff)
-                    backoff = min(backoff * 2, 60.0)
-                continue
-            progress = q.lastProgress
-            if progress:
-                self.status.batch_duration_s = (progress.get("durationMs", {}).get("triggerExecution") or 0) / 1000
-                backoff = 2.0
+            for run in self.clusters:
+                run.supervise(now, self.spark, self._start_cluster)
             self.stop_requested.wait(poll_s)
 
     def request_stop(self) -> None:
         self.stop_requested.set()
 
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Stops the query after the batch in flight, then every service in reverse order.
+        """Stops every query after its batch in flight, then every service in reverse order.
 
         With a processing-time state timeout Spark runs a batch at every trigger even when no data came, so "no
         batch running" may never be seen for long: waiting for it could use the whole deadline. Instead the batch
         that was in flight when the stop began is waited for (its id reaches the progress report once its output
         and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
-        q = self.query
-        if q is not None:
-            try:
-                deadline = time.monotonic() + timeout_s
-                if q.isActive and q.status.get("isTriggerActive"):
-                    done = (q.lastProgress or {}).get("batchId", -1)
-                    while (q.isActive and q.status.get("isTriggerActive")
-                           and (q.lastProgress or {}).get("batchId", -1) == done and time.monotonic() < deadline):
-                        time.sleep(0.05)
-                q.stop()
-            except Exception as exc:  # noqa: BLE001 - stopping must go on with the other services
-                log.warning("stopping the query: %s", exc)
-            self.query = None
+        deadline = time.monotonic() + timeout_s
+        for run in self.clusters:
+            run.stop_query(deadline)
+        spark = [entry for entry in self._started if entry[0] == "spark"]
+        for name, stop in spark:  # Spark first, as before: no task may still read through a stopped service
+            self._started.remove((name, stop))
+            _stop_quietly(name, stop)
+        for run in self.clusters:
+            run.stop_services()
         while self._started:
-            name, stop = self._started.pop()
-            try:
-                stop()
-            except Exception as exc:  # noqa: BLE001
-                log.warning("stopping %s: %s", name, exc)
+            _stop_quietly(*self._started.pop())
+
+
+def _stop_quietly(name: str, stop: Callable[[], None]) -> None:
+    try:
+        stop()
+    except Exception as exc:  # noqa: BLE001 - stopping must go on with the other services
+        log.warning("stopping %s: %s", name, exc)
 
 
 def _refuse_tables_of_another_checkpoint(delta, checkpoint: str) -> None:

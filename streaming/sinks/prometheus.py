@@ -522,14 +522,31 @@ class GroupscopeCollector:
 
     def __init__(self, state: MetricsState, *, cluster: str, partition_metrics: bool = False,
                  clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | None = None) -> None:
-        if not cluster:
-            raise ValueError("cluster must be a non-empty label value")
-        self.state = state
-        self.cluster = cluster
         self.partition_metrics = partition_metrics
         self.clock = clock
-        self.kafka_up = kafka_up  # whether the heartbeat emitter reaches Kafka (None: cannot tell)
         self._version = _version()
+        # cluster label -> (state, whether its heartbeat emitter reaches Kafka (None: cannot tell)); one registry
+        # cannot hold two collectors of the same families, so every cluster of a deployment is served from here.
+        self.clusters: dict[str, tuple[MetricsState, Callable[[], bool | None] | None]] = {}
+        self.add_cluster(cluster, state, kafka_up)
+
+    def add_cluster(self, cluster: str, state: MetricsState,
+                    kafka_up: Callable[[], bool | None] | None = None) -> None:
+        """Serves one more cluster's state, its series labelled ``cluster``."""
+        if not cluster:
+            raise ValueError("cluster must be a non-empty label value")
+        if cluster in self.clusters:
+            raise ValueError(f"cluster {cluster!r} is served already")
+        self.clusters[cluster] = (state, kafka_up)
+
+    @property
+    def state(self) -> MetricsState:
+        """The first cluster's state (the only one of a single-cluster job)."""
+        return next(iter(self.clusters.values()))[0]
+
+    @property
+    def cluster(self) -> str:
+        return next(iter(self.clusters))
 
     def _specs(self) -> list[MetricSpec]:
         return [s for s in METRICS if s.scope != "partition" or self.partition_metrics]
@@ -540,18 +557,18 @@ class GroupscopeCollector:
             yield _family(spec)
 
     def collect(self) -> Iterator[Metric]:
-        view = self.state.view()
         fam = {s.name: _family(s) for s in self._specs()}
-        self._groups(view, fam)
-        if self.partition_metrics:
-            self._partitions(view, fam)
-        self._monitor(view, fam)
+        for cluster, (state, kafka_up) in self.clusters.items():
+            view = state.view()
+            self._groups(cluster, view, fam)
+            if self.partition_metrics:
+                self._partitions(cluster, view, fam)
+            self._monitor(cluster, view, kafka_up, fam)
         yield from fam.values()
 
     # ---- families ---------------------------------------------------------------------------------------------
 
-    def _groups(self, view: StateView, fam: dict[str, Metric]) -> None:
-        c = self.cluster
+    def _groups(self, c: str, view: StateView, fam: dict[str, Metric]) -> None:
 
         def put(name: str, labels: list[str], value: float | None) -> None:
             if value is not None:
@@ -596,8 +613,7 @@ class GroupscopeCollector:
                 put("kafka_consumergroup_rebalance_causes_total", [c, gid, str(cause["cause"])],
                     float(cause["rebalances"]))
 
-    def _partitions(self, view: StateView, fam: dict[str, Metric]) -> None:
-        c = self.cluster
+    def _partitions(self, c: str, view: StateView, fam: dict[str, Metric]) -> None:
         latest: dict[tuple[str, int], float] = {}
         for gid in sorted(view.groups):
             r = view.groups[gid]
@@ -619,10 +635,11 @@ class GroupscopeCollector:
         for (topic, partition), end in sorted(latest.items()):
             fam["kafka_partition_latest_offset"].add_metric([c, topic, str(partition)], end)
 
-    def _monitor(self, view: StateView, fam: dict[str, Metric]) -> None:
-        c = [self.cluster]
+    def _monitor(self, cluster: str, view: StateView, kafka_up: Callable[[], bool | None] | None,
+                 fam: dict[str, Metric]) -> None:
+        c = [cluster]
         h = view.health
-        fam["groupscope_build_info"].add_metric([self.cluster, self._version], 1.0)
+        fam["groupscope_build_info"].add_metric([cluster, self._version], 1.0)
         for name, value in (("groupscope_records_decoded_total", h.records_decoded),
                             ("groupscope_decode_errors_total", h.decode_errors),
                             ("groupscope_unknown_records_total", h.unknown_records),
@@ -639,22 +656,20 @@ class GroupscopeCollector:
                 fam[name].add_metric(c, float(value))
         if h.last_batch_time is not None:
             fam["groupscope_last_batch_age_seconds"].add_metric(c, max(0.0, self.clock() - h.last_batch_time))
-        up = self.kafka_up() if self.kafka_up is not None else None
+        up = kafka_up() if kafka_up is not None else None
         if up is not None:
             fam["groupscope_kafka_up"].add_metric(c, 1.0 if up else 0.0)
         if h.heartbeat_time is not None:
             # Clamped: emitter and driver clocks may differ slightly; a negative age means "fresh".
             fam["groupscope_heartbeat_age_seconds"].add_metric(c, max(0.0, self.clock() - h.heartbeat_time))
         for p in h.offsets_partitions:
+            labels = [cluster, str(p.partition)]
             if p.behind is not None:
-                fam["groupscope_offsets_topic_behind_records"].add_metric([self.cluster, str(p.partition)],
-                                                                          float(p.behind))
+                fam["groupscope_offsets_topic_behind_records"].add_metric(labels, float(p.behind))
             if p.unstable is not None:
-                fam["groupscope_offsets_topic_unstable_records"].add_metric([self.cluster, str(p.partition)],
-                                                                            float(p.unstable))
+                fam["groupscope_offsets_topic_unstable_records"].add_metric(labels, float(p.unstable))
             if p.last_stable_offset >= 0:
-                fam["groupscope_offsets_topic_last_stable_offset"].add_metric([self.cluster, str(p.partition)],
-                                                                              float(p.last_stable_offset))
+                fam["groupscope_offsets_topic_last_stable_offset"].add_metric(labels, float(p.last_stable_offset))
 
 
 def _family(spec: MetricSpec) -> Metric:
@@ -669,6 +684,10 @@ def _family(spec: MetricSpec) -> Metric:
 class MetricsServer(BackgroundHttpServer):
     """Serves ``/metrics`` (an explicit registry), ``/ready`` (200 once caught up, else 503) and ``/healthz``.
 
+    One server serves every cluster of a deployment (:meth:`add_cluster`): their series share the families and
+    differ by the ``cluster`` label. ``/ready`` is 200 when every cluster is ready and otherwise names each one
+    that is not and why; ``/ready?cluster=NAME`` answers for one cluster (404 for a name it does not serve).
+
     Constructing binds nothing; :meth:`start` binds (``port=0`` picks a free port, see :attr:`port`) and serves
     from a daemon thread; :meth:`stop` shuts the loop down and closes the socket.
     """
@@ -680,7 +699,6 @@ class MetricsServer(BackgroundHttpServer):
         """``max_batch_age_s`` / ``max_heartbeat_age_s``: past these, ``/ready`` says 503 with the reason even when
         caught up, so a job whose query hangs or whose heartbeats stopped is not reported ready (None: no limit)."""
         super().__init__(host=host, port=port)
-        self.state = state
         self.clock = clock
         self.max_batch_age_s = max_batch_age_s
         self.max_heartbeat_age_s = max_heartbeat_age_s
@@ -696,6 +714,16 @@ class MetricsServer(BackgroundHttpServer):
 
     thread_name = "groupscope-metrics"
 
+    @property
+    def state(self) -> MetricsState:
+        """The first cluster's state (the only one of a single-cluster job)."""
+        return self.collector.state
+
+    def add_cluster(self, cluster: str, state: MetricsState,
+                    kafka_up: Callable[[], bool | None] | None = None) -> None:
+        """Serves one more cluster (before or after :meth:`start`)."""
+        self.collector.add_cluster(cluster, state, kafka_up)
+
     def start(self) -> MetricsServer:
         """Binds and serves in a daemon thread.
 
@@ -706,9 +734,21 @@ class MetricsServer(BackgroundHttpServer):
         self._serve()
         return self
 
-    def not_ready_reason(self) -> str | None:
-        """Why ``/ready`` is 503 (None: ready). Staleness first: a stalled job must not hide behind "catching up"."""
-        h = self.state.health
+    def not_ready_reason(self, cluster: str | None = None) -> str | None:
+        """Why ``/ready`` is 503 (None: ready), for one cluster or (``None``) for all of them: with several, each
+        cluster that is not ready is named with its reason."""
+        clusters = self.collector.clusters
+        if cluster is not None:
+            return self._cluster_not_ready(clusters[cluster][0])
+        reasons = {name: self._cluster_not_ready(state) for name, (state, _) in clusters.items()}
+        if len(reasons) == 1:
+            return next(iter(reasons.values()))
+        waiting = [f"cluster {name}: {reason}" for name, reason in reasons.items() if reason is not None]
+        return "; ".join(waiting) or None
+
+    def _cluster_not_ready(self, state: MetricsState) -> str | None:
+        """Staleness first: a stalled job must not hide behind "catching up"."""
+        h = state.health
         if not h.offsets_partitions:
             return "no batch processed yet"
         now = self.clock()
@@ -733,7 +773,13 @@ class MetricsServer(BackgroundHttpServer):
         if path == "/metrics":
             return self._metrics_app(environ, start_response)
         if path == "/ready":
-            reason = self.not_ready_reason()
+            from urllib.parse import parse_qs
+
+            cluster = (parse_qs(environ.get("QUERY_STRING") or "").get("cluster") or [None])[0]
+            if cluster is not None and cluster not in self.collector.clusters:
+                known = ", ".join(self.collector.clusters)
+                return _text(start_response, "404 Not Found", f"unknown cluster {cluster!r}; known: {known}\n")
+            reason = self.not_ready_reason(cluster)
             if reason is None:
                 return _text(start_response, "200 OK", "ready\n")
             return _text(start_response, "503 Service Unavailable", f"not ready: {reason}\n")

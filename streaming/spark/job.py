@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 from streaming.job.batch_sink import BatchSink
 from streaming.job.bulk_files import write_bulk_tables
@@ -67,8 +66,8 @@ def executor_written_tables(settings: Settings, sink: BatchSink) -> frozenset[st
     return BULK_TABLES
 
 
-def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
-                on_error: Callable[[BaseException], None] | None = None):
+def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, query_name: str = "groupscope"):
+    """Starts the streaming query of one cluster (``query_name`` is unique within the Spark application)."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -132,7 +131,7 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink,
 
     writer = (out.writeStream.foreachBatch(foreach_batch)
               .option("checkpointLocation", settings.spark.checkpoint)
-              .queryName("groupscope"))
+              .queryName(query_name))
     trigger = settings.spark.trigger_seconds
     writer = writer.trigger(processingTime=f"{trigger} seconds") if trigger > 0 else writer
     return writer.start()

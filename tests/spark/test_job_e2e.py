@@ -71,9 +71,9 @@ def _run_job(settings, *, standalone: bool):
     executor_files: list[int] = []
 
     class CountingJob(GroupscopeJob):
-        def _after_batch(self, result):
+        def _after_batch(self, result, *cluster):
             executor_files.append(len(result.files.get("commits", [])))
-            super()._after_batch(result)
+            super()._after_batch(result, *cluster)
 
     job = CountingJob(settings, install_signal_handlers=False)
     job.start()

@@ -1,0 +1,375 @@
+"""Cold catch-up of a ``__consumer_offsets`` backlog: ``groupscope run`` against a plain consumer, in one run.
+
+A librdkafka mock cluster (a real Kafka-protocol broker over TCP, in this process) is loaded with N offset commits
+(default 5,000,000). Then, against the same broker and in the same run:
+
+(a) the reference: a plain ``confluent_kafka.Consumer`` (``isolation.level=read_committed``) assigned every
+    ``__consumer_offsets`` partition from offset 0 reads until each partition reaches its high watermark, touching
+    the key and value of every message. It runs twice: with librdkafka's defaults and with the fetch settings the
+    job's own reader uses (``fetch.queue.backoff.ms=0``, a larger fetch queue); the faster of the two is the
+    reference, so the job is compared against the best a single consumer did;
+(b) ``groupscope run`` as its own process with its default settings (only the broker, the checkpoint, the Delta
+    path and the metrics port are given), timed from process start until ``/ready`` answers 200. The checkpoint's
+    offset and commit logs say when each micro-batch was planned and when it finished; the resident memory of the
+    process tree (driver Python, the JVM, Spark's Python workers) is sampled every 0.25 s from ``/proc``.
+
+At the end the ``commits`` Delta table must hold exactly N rows. Usage::
+
+    python benchmarks/bench_catchup.py                       # 5M records, reference and job
+    python benchmarks/bench_catchup.py --records 1000000 --job-only
+    GROUPSCOPE_SOURCE__READ_TASKS=4 python benchmarks/bench_catchup.py   # settings reach the job's environment
+
+Why these shapes: the mock broker keeps a bounded log per partition (it drops the oldest message sets past a few
+MB), so the backlog is spread evenly over 50 ``__consumer_offsets`` partitions (5,000 groups of 10 partitions:
+each ``__consumer_offsets`` partition gets ~100 groups, ~100k records, ~7 MB) and the script checks that every
+partition still starts at offset 0 and that the high watermarks add up to N before anything is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+
+from bench_job import load_backlog  # noqa: E402
+from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
+
+OFFSETS_TOPIC = "__consumer_offsets"
+HEARTBEAT_TOPIC = "groupscope-heartbeat"  # the default heartbeat.topic: the job refuses to start without it
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+# ---- the backlog ---------------------------------------------------------------------------------------------
+
+
+def check_backlog(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
+    """High watermark per ``__consumer_offsets`` partition; raises if the broker dropped any record (the mock
+    broker trims its log silently, which would make every figure below meaningless)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-check", "log_level": 3})
+    try:
+        highs, dropped = {}, []
+        for p in range(partitions):
+            low, high = c.get_watermark_offsets(TopicPartition(OFFSETS_TOPIC, p), timeout=30)
+            if low != 0:
+                dropped.append((p, low))
+            highs[p] = high
+    finally:
+        c.close()
+    if dropped:
+        raise SystemExit(f"the mock broker dropped records: earliest offsets {dropped[:5]}... (use more "
+                         "--offsets-partitions or fewer --records)")
+    if sum(highs.values()) != records:
+        raise SystemExit(f"backlog holds {sum(highs.values()):,} records, expected {records:,}")
+    return highs
+
+
+# ---- (a) the reference ---------------------------------------------------------------------------------------
+
+
+def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[float, int]:
+    """Seconds a single consumer takes to read every record up to the high watermarks, touching key and value."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": "bench-reference", "enable.auto.commit": False,
+            "isolation.level": "read_committed", "log_level": 3}
+    if tuned:  # what streaming.kafka.client.consumer_config adds for the job's range reads
+        conf.update({"fetch.queue.backoff.ms": 0, "queued.max.messages.kbytes": 65536})
+    started = time.perf_counter()
+    c = Consumer(conf)
+    remaining = {p for p, h in highs.items() if h > 0}
+    c.assign([TopicPartition(OFFSETS_TOPIC, p, 0) for p in sorted(remaining)])
+    count = touched = 0
+    try:
+        while remaining:
+            msgs = c.consume(num_messages=10_000, timeout=1.0)
+            for m in msgs:
+                if m.error() is not None:
+                    continue
+                key, value = m.key(), m.value()
+                touched += len(key) + len(value)
+                count += 1
+                p = m.partition()
+                if m.offset() >= highs[p] - 1:
+                    remaining.discard(p)
+    finally:
+        c.close()
+    return time.perf_counter() - started, count
+
+
+# ---- (b) the job -------------------------------------------------------------------------------------------
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(entry.name))
+    return kids
+
+
+def _kind(pid: int, root: int) -> str:
+    if pid == root:
+        return "driver (Python)"
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "other"
+    if "java" in cmd.split(" ", 1)[0] or " org.apache.spark" in cmd:
+        return "JVM"
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "pyspark/daemon" in cmd:
+        return "Python workers"
+    return "other"
+
+
+def _rss(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+@dataclass
+class MemorySampler:
+    """Peak RSS per process kind and of the whole tree (summed within one sample), every ``every_s``."""
+
+    root: int
+    every_s: float = 0.25
+    peak_total: int = 0
+    peak_by_kind: dict[str, int] = field(default_factory=dict)
+    peak_sample: dict[str, int] = field(default_factory=dict)
+    peak_workers: int = 0
+    samples: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> "MemorySampler":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> None:
+        kids = _children()
+        tree, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(kids.get(pid, []))
+        by_kind: dict[str, int] = {}
+        workers = 0
+        for pid in tree:
+            kind = _kind(pid, self.root)
+            by_kind[kind] = by_kind.get(kind, 0) + _rss(pid)
+            workers += kind == "Python workers"
+        total = sum(by_kind.values())
+        self.samples += 1
+        if total > self.peak_total:
+            self.peak_total, self.peak_sample = total, by_kind
+        for kind, rss in by_kind.items():
+            self.peak_by_kind[kind] = max(self.peak_by_kind.get(kind, 0), rss)
+        self.peak_workers = max(self.peak_workers, workers)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every_s)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except OSError:
+        return 0, ""
+
+
+def _batch_log(checkpoint: Path) -> list[dict]:
+    """Per micro-batch: when Spark planned it (its offset log entry) and finished it (its commit log entry), and
+    how many ``__consumer_offsets`` records it covered."""
+    out, previous = [], None
+    for f in sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda f: int(f.name)):
+        lines = f.read_text().splitlines()
+        ends = json.loads(lines[-1]).get(OFFSETS_TOPIC, {})
+        total = sum(ends.values())
+        done = checkpoint / "commits" / f.name
+        out.append({"batch": int(f.name), "planned": f.stat().st_mtime,
+                    "done": done.stat().st_mtime if done.exists() else None,
+                    "records": total - (previous if previous is not None else 0)})
+        previous = total
+    return out
+
+
+def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path: Path) -> dict:
+    port = _free_port()
+    cp, delta = tmp / "checkpoint", tmp / "delta"
+    cmd = [str(Path(sys.executable).parent / "groupscope"), "run", "--bootstrap", bootstrap, "--checkpoint", str(cp),
+           "--delta-path", str(delta), "--metrics-port", str(port)]
+    env = dict(os.environ)
+    with open(log_path, "w") as log:
+        started_wall, started = time.time(), time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
+        sampler = MemorySampler(proc.pid).start()
+        ready_s = None
+        loads = [loadavg()]
+        try:
+            while time.perf_counter() - started < timeout_s:
+                if proc.poll() is not None:
+                    raise SystemExit(f"groupscope run exited with {proc.returncode}; see {log_path}")
+                status, _ = _get(f"http://127.0.0.1:{port}/ready")
+                if status == 200:
+                    ready_s = time.perf_counter() - started
+                    break
+                time.sleep(0.1)
+            loads.append(loadavg())
+            _, metrics = _get(f"http://127.0.0.1:{port}/metrics")
+        finally:
+            sampler.stop()
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    if ready_s is None:
+        raise SystemExit(f"not ready after {timeout_s:.0f} s; see {log_path}")
+    batches = _batch_log(cp)
+    for b in batches:
+        b["planned"] -= started_wall
+        b["done"] = None if b["done"] is None else b["done"] - started_wall
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(delta / "commits")).to_pyarrow_dataset().count_rows()
+    decoded = next((float(line.split()[-1]) for line in metrics.splitlines()
+                    if line.startswith("groupscope_records_decoded_total")), None)
+    return {"ready_s": ready_s, "batches": batches, "commit_rows": rows, "memory": sampler, "loads": loads,
+            "decoded": decoded}
+
+
+# ---- report ----------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=5_000_000)
+    ap.add_argument("--groups", type=int, default=5000)
+    ap.add_argument("--partitions", type=int, default=10, help="partitions per group (of topic bench-events)")
+    ap.add_argument("--offsets-partitions", type=int, default=80)
+    ap.add_argument("--reference-only", action="store_true")
+    ap.add_argument("--job-only", action="store_true")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="give up on /ready after this many seconds")
+    ap.add_argument("--log", help="keep the job's log in this file (default: a temporary file, printed on failure)")
+    args = ap.parse_args()
+    overrides = {k: v for k, v in os.environ.items() if k.startswith("GROUPSCOPE_")}
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"{os.sysconf('SC_PHYS_PAGES') * PAGE / 2**30:.0f} GB, Python {platform.python_version()}; "
+          f"settings from the environment: {overrides or 'none (defaults)'}")
+    with MockCluster(1) as mc, tempfile.TemporaryDirectory(prefix="bench-catchup-") as tmp_name:
+        tmp = Path(tmp_name)
+        mc.create_topic(OFFSETS_TOPIC, args.offsets_partitions)
+        mc.create_topic(HEARTBEAT_TOPIC, 1)
+        mc.create_topic("bench-events", args.partitions)
+        secs = load_backlog(mc.bootstrap_servers, args.records, args.groups, args.partitions, args.offsets_partitions)
+        highs = check_backlog(mc.bootstrap_servers, args.offsets_partitions, args.records)
+        print(f"backlog: {args.records:,} offset commits ({args.groups} groups x {args.partitions} partitions) over "
+              f"{args.offsets_partitions} partitions of {OFFSETS_TOPIC} ({min(highs.values()):,}-"
+              f"{max(highs.values()):,} each, all from offset 0), produced in {secs:.1f} s")
+        ref = None
+        if not args.job_only:
+            runs = {}
+            for tuned in (False, True):
+                load = loadavg()
+                seconds, count = read_all(mc.bootstrap_servers, highs, tuned=tuned)
+                if count != args.records:
+                    raise SystemExit(f"reference read {count:,} records, expected {args.records:,}")
+                runs["job's fetch settings" if tuned else "librdkafka defaults"] = (seconds, load)
+            for name, (seconds, load) in runs.items():
+                print(f"reference ({name}): {seconds:.2f} s = {args.records / seconds:,.0f} records/s "
+                      f"(load average {load})")
+            ref = min(s for s, _ in runs.values())
+        if args.reference_only:
+            return
+        log_path = Path(args.log) if args.log else tmp / "job.log"
+        job = run_job(mc.bootstrap_servers, tmp, args.records, args.timeout, log_path)
+        n = args.records
+        ready = job["ready_s"]
+        print(f"load average at job start / at ready: {job['loads'][0]} / {job['loads'][1]}")
+        print()
+        print("| measure | figure |")
+        print("|---|---|")
+        if ref is not None:
+            print(f"| reference: plain consumer, read_committed, key and value touched | {ref:.1f} s = "
+                  f"{n / ref:,.0f} records/s |")
+        print(f"| `groupscope run`: process start to `/ready` 200 | {ready:.1f} s = {n / ready:,.0f} records/s |")
+        if ref is not None:
+            print(f"| ratio job / reference | {ready / ref:.2f}x (target <= 2x) |")
+        data = [b for b in job["batches"] if b["records"] > 0]
+        if data:
+            first = data[0]
+            print(f"| first batch planned / finished after start | {first['planned']:.1f} s / "
+                  f"{(first['done'] or float('nan')):.1f} s (target: planned <= 8 s) |")
+            last_done = max(b["done"] for b in data if b["done"] is not None)
+            span = last_done - first["planned"]
+            print(f"| batches with records | {len(data)}: first planned to last finished {span:.1f} s = "
+                  f"{n / span:,.0f} records/s |")
+            warm = [b for b in data[1:] if b["done"] is not None]
+            if warm:
+                w_recs = sum(b["records"] for b in warm)
+                w_secs = sum(b["done"] - b["planned"] for b in warm)
+                print(f"| after the first batch (warm) | {w_recs:,} records in {w_secs:.1f} s of batches = "
+                      f"{w_recs / w_secs:,.0f} records/s (target >= 400k) |")
+        mem = job["memory"]
+        kinds = sorted(mem.peak_by_kind)
+        print(f"| peak RSS, process tree (one sample, summed) | {mem.peak_total / 2**20:,.0f} MB "
+              f"({', '.join(f'{k} {mem.peak_sample.get(k, 0) / 2**20:,.0f}' for k in kinds)}) (target <= 1.5 GB) |")
+        print(f"| peak RSS per process kind (each its own peak) | "
+              f"{', '.join(f'{k} {mem.peak_by_kind[k] / 2**20:,.0f} MB' for k in kinds)}; "
+              f"up to {mem.peak_workers} Python workers; {mem.samples} samples |")
+        print(f"| `commits` Delta table rows | {job['commit_rows']:,} "
+              f"({'equal to' if job['commit_rows'] == n else 'NOT equal to'} the backlog) |")
+        print()
+        print("batches (seconds after process start):")
+        for b in job["batches"]:
+            done = b["done"]
+            print(f"  batch {b['batch']}: {b['records']:>9,} records, planned {b['planned']:6.1f}, "
+                  + (f"done {done:6.1f} ({done - b['planned']:.1f} s)" if done is not None else "not finished"))
+        if job["commit_rows"] != n:
+            raise SystemExit("the commits table does not hold every record")
+
+
+if __name__ == "__main__":
+    main()
