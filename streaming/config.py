@@ -181,6 +181,14 @@ class ClusterSettings(_Section):
     def _kafka_strings(cls, value: Any) -> Any:
         return _librdkafka_strings(value)
 
+    @field_validator("kafka")
+    @classmethod
+    def _own_servers(cls, value: dict[str, str]) -> dict[str, str]:
+        # Servers are what tells clusters apart: never inherited (a forgotten one would watch localhost's Kafka).
+        if not value.get("bootstrap.servers"):
+            raise ValueError("bootstrap.servers is required: each cluster names its own servers")
+        return value
+
 
 class Settings(BaseSettings):
     """Everything ``groupscope run`` needs."""
@@ -221,6 +229,7 @@ class Settings(BaseSettings):
         if not self.clusters:
             return [self]
         base = self.model_dump(exclude={"clusters"})
+        base["kafka"].pop("bootstrap.servers", None)  # each cluster names its own
         out = []
         for name, over in self.clusters.items():
             data = _deep_merge(base, {

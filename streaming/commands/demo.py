@@ -35,7 +35,12 @@ def _scenario_help() -> str:
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=9308, show_default=True,
               help="Port of the /metrics endpoint (0: any free port).")
 @click.option("--no-live", is_flag=True, help="Print a plain summary every 10 s instead of a live view (logs, CI).")
-def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live) -> None:
+@click.option("--clusters", type=click.IntRange(1, 4), default=1, show_default=True,
+              help="Embedded Kafka clusters watched by the one job (named demo-1, demo-2...; the scenarios are dealt "
+                   "out between them).")
+@click.option("--api-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve the HTTP API (Burrow's /v3 paths, groupscope's /v1) on this port (0: any free port).")
+def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live, clusters, api_port) -> None:
     """Run the whole product locally: embedded broker, simulated groups, the streaming job, metrics and Delta."""
     from streaming.simulator.scenarios import SCENARIOS, resolve
 
@@ -55,7 +60,8 @@ def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live) -> 
                    f"{BENCHMARK_ONLY} --groups N), not a demo scenario", err=True)
         sys.exit(2)
     options = DemoOptions(scenarios=tuple(scenarios), seed=seed, speed=speed, duration_s=duration,
-                          directory=directory, metrics_port=metrics_port, live=not no_live)
+                          directory=directory, metrics_port=metrics_port, live=not no_live, clusters=clusters,
+                          api_port=api_port)
     try:
         code = run_demo(options, echo=lambda text: click.echo(text, err=True))
     except DemoDirError as exc:

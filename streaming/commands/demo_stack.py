@@ -85,6 +85,21 @@ class DemoOptions:
     metrics_port: int = 9308
     live: bool = True
     offsets_partitions: int = 50
+    clusters: int = 1  # embedded clusters, each with a broker of its own, watched by the one job
+    api_port: int | None = None  # serve the HTTP API on this port (None: off)
+
+
+def cluster_names(count: int) -> list[str]:
+    """The embedded clusters' names: ``demo`` alone, else ``demo-1``, ``demo-2``..."""
+    return ["demo"] if count == 1 else [f"demo-{i}" for i in range(1, count + 1)]
+
+
+def deal_scenarios(scenarios: list[str], count: int) -> list[list[str]]:
+    """The scenarios each cluster runs: dealt out in turn (so the machine runs each scenario once), or all of
+    them on every cluster when there are fewer scenarios than clusters."""
+    if len(scenarios) < count:
+        return [list(scenarios) for _ in range(count)]
+    return [scenarios[i::count] for i in range(count)]
 
 
 def _log_to_file(path: Path) -> Callable[[], None]:
@@ -144,14 +159,16 @@ def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dic
 
 
 def _progress_line(job, started: float, sim) -> str:
-    health = job.metrics.state.view().health if job.metrics else None
-    behind = sum(p.behind or 0 for p in health.offsets_partitions) if health and health.offsets_partitions else None
-    parts = [f"simulated {sim.elapsed_ms / 1000:,.0f} s", f"batches {job.status.batches}"]
-    if health is not None:
-        parts.append(f"records decoded {health.records_decoded:,}")
-        if health.caught_up:
+    feeds = list(job.metrics.clusters.values()) if job.metrics else []
+    healths = [f.state.view().health for f in feeds]
+    parts = [f"simulated {sim.elapsed_ms / 1000:,.0f} s", f"batches {sum(c.status.batches for c in job.clusters)}"]
+    if healths:
+        parts.append(f"records decoded {sum(h.records_decoded for h in healths):,}")
+        known = [h for h in healths if h.offsets_partitions]
+        behind = sum(p.behind or 0 for h in known for p in h.offsets_partitions)
+        if all(h.caught_up for h in healths):
             parts.append("caught up")
-        elif behind is not None:
+        elif known:
             parts.append(f"catching up: {behind:,} records of __consumer_offsets to go")
         else:
             parts.append("starting: waiting for the first heartbeat")
@@ -173,18 +190,25 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
     prepare_demo_dir(root)
     restore_logging = _log_to_file(root / LOG_FILE)
     scenarios = resolve(list(options.scenarios))
-    echo(f"groupscope demo: starting an embedded Kafka-protocol broker, {len(scenarios)} simulated scenario(s) and "
-         f"the streaming job (data in {root})")
-    cluster = runner = job = sink = None
+    names = cluster_names(options.clusters)
+    where = "an embedded Kafka-protocol broker" if len(names) == 1 else \
+        f"{len(names)} embedded Kafka-protocol clusters ({', '.join(names)})"
+    echo(f"groupscope demo: starting {where}, {len(scenarios)} simulated scenario(s) and the streaming job (data in "
+         f"{root})")
+    brokers: list = []
+    runners: list = []
+    sinks: list = []
+    job = None
     job_thread = None
     interrupted = False
     try:
-        cluster = MockCluster(1)
-        cluster.create_topic("__consumer_offsets", options.offsets_partitions)
-        cluster.create_topic("groupscope-heartbeat", 1)
-        settings = load_settings(None, {
-            "cluster": "demo",
-            "kafka": {"bootstrap.servers": cluster.bootstrap_servers},
+        for _ in names:
+            broker = MockCluster(1)
+            brokers.append(broker)
+            broker.create_topic("__consumer_offsets", options.offsets_partitions)
+            broker.create_topic("groupscope-heartbeat", 1)
+        job_settings = {
+            "kafka": {"bootstrap.servers": brokers[0].bootstrap_servers},
             "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 1.0, "shuffle_partitions": 2},
             "delta": {"path": str(root / "delta")},
             "metrics": {"host": "127.0.0.1", "port": options.metrics_port},
@@ -192,25 +216,42 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             # Short thresholds so a few minutes of demo show STOP and STALL, not only OK: the stalled scenario's
             # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
             "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 20.0},
-        })
+        }
+        if len(names) == 1:
+            job_settings["cluster"] = names[0]
+        else:  # one table set and checkpoint per cluster, under delta/<name> and checkpoint/<name>
+            job_settings["clusters"] = {n: {"kafka": {"bootstrap.servers": b.bootstrap_servers}}
+                                        for n, b in zip(names, brokers)}
+        if options.api_port is not None:
+            job_settings["api"] = {"enabled": True, "host": "127.0.0.1", "port": options.api_port}
+        settings = load_settings(None, job_settings)
         # Heartbeats on the simulation's clock once it runs (the wall clock until then, which it starts from): the
-        # records' timestamps and the end offsets' stamps agree.
+        # records' timestamps and the end offsets' stamps agree. Every cluster's simulation starts at the same
+        # moment and runs at the same speed, so the first one's clock serves all of them.
         running: list = []
         job = GroupscopeJob(settings, install_signal_handlers=False, jvm_log=str(root / "spark.log"),
                             heartbeat_clock=lambda: running[0].now_ms / 1000.0 if running else time.time())
         job.start()
         metrics_url = f"http://127.0.0.1:{job.metrics.port}/metrics"
-        echo(f"groupscope demo: metrics at {metrics_url}; Ctrl-C to stop")
+        api = f"; API at http://127.0.0.1:{job.metrics.api.port}/v3/kafka" if job.metrics.api is not None else ""
+        echo(f"groupscope demo: metrics at {metrics_url}{api}; Ctrl-C to stop")
         job_thread = threading.Thread(target=job.run, name="groupscope-supervisor", daemon=True)
         job_thread.start()
         # The scenarios start once the job is up, so it sees each of them from its first second: started earlier,
         # their first minute would be replayed as history while Spark starts, with statuses held at OK.
-        sim = Simulation(list(options.scenarios), seed=options.seed, offsets_partitions=options.offsets_partitions,
-                         start_ms=int(time.time() * 1000))
-        sink = KafkaSink(cluster.bootstrap_servers, create_topic=cluster.create_topic)
-        runner = SimulationRunner(sim, sink, speed=options.speed).start()
-        running.append(sim)
-        _show(job, runner, sim, options, deadline, started, out if out is not None else sys.stdout)
+        start_ms = int(time.time() * 1000)
+        sims = []
+        for i, (broker, dealt) in enumerate(zip(brokers, deal_scenarios(list(options.scenarios) if len(names) == 1
+                                                                       else [sc.name for sc in scenarios],
+                                                                       len(names)))):
+            sim = Simulation(dealt, seed=options.seed + i, offsets_partitions=options.offsets_partitions,
+                             start_ms=start_ms)
+            sink = KafkaSink(broker.bootstrap_servers, create_topic=broker.create_topic)
+            sinks.append(sink)
+            runners.append(SimulationRunner(sim, sink, speed=options.speed).start())
+            sims.append(sim)
+        running.append(sims[0])
+        _show(job, runners, sims[0], options, deadline, started, out if out is not None else sys.stdout)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -219,7 +260,7 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             signal.signal(signal.SIGINT, lambda *_: os._exit(130))
         if interrupted:
             echo("groupscope demo: stopping")
-        if runner is not None:
+        for runner in runners:
             try:
                 runner.stop()
             except Exception as exc:  # noqa: BLE001 - reported; stopping goes on
@@ -231,10 +272,10 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             # The batch in flight gets a second to finish; after that the query is stopped under it (the demo's
             # tables are exactly-once per batch either way, and a person waiting for the prompt matters more).
             job.stop(timeout_s=STOP_WAIT_S)
-        if sink is not None:
+        for sink in sinks:
             sink.close()
-        if cluster is not None:
-            cluster.close()
+        for broker in brokers:
+            broker.close()
         restore_logging()
     echo(f"groupscope demo: stopped after {time.monotonic() - started:,.0f} s. Data: {root} "
          f"(Delta tables commits, group_events, lag, groups, quarantine; logs {LOG_FILE}, spark.log)")
@@ -249,7 +290,12 @@ def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:
 
     lines = [progress, f"{'GROUP':<24} {'STATE':<11} {'MEMBERS':>7} {'LAG':>9} {'LAG SECS':>9} {'STATUS':<6} "
                        f"{'VERDICT':<16} WHY"]
+    several = len({r.get("cluster") for r in rows}) > 1
+    cluster = None
     for r in rows:
+        if several and r.get("cluster") != cluster:  # several clusters: each one's groups under its name
+            cluster = r.get("cluster")
+            lines.append(f"cluster {cluster}")
         members = "-" if r.get("members") is None else str(r["members"])
         lag = "-" if r.get("lag") is None else f"{r['lag']:,}"
         lines.append(f"{r['group'][:24]:<24} {(r.get('state') or '-')[:11]:<11} {members:>7} {lag:>9} "
@@ -258,17 +304,21 @@ def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:
     return "\n".join(lines)
 
 
-def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out) -> None:
+def _show(job, runners: list, sim, options: DemoOptions, deadline, started: float, out) -> None:
     from rich.console import Console, Group
     from rich.live import Live
     from rich.text import Text
 
     from streaming.commands.status_view import compact_lines
 
-    gone: dict[str, dict[str, Any]] = {}
+    gone: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in job.metrics.clusters}
 
     def rows():
-        return _group_rows(job.metrics.state.view(), gone)
+        feeds = job.metrics.clusters
+        if len(feeds) == 1:
+            return _group_rows(job.metrics.state.view(), gone[next(iter(feeds))])
+        return [{"cluster": name, **r} for name, feed in feeds.items()
+                for r in _group_rows(feed.state.view(), gone[name])]
 
     def frame():
         current = rows()
@@ -280,8 +330,9 @@ def _show(job, runner, sim, options: DemoOptions, deadline, started: float, out)
         return deadline is not None and time.monotonic() >= deadline
 
     def check() -> None:
-        if runner.error is not None:
-            raise RuntimeError(f"simulator failed: {runner.error}")
+        for runner in runners:
+            if runner.error is not None:
+                raise RuntimeError(f"simulator failed: {runner.error}")
 
     def wait() -> None:
         remaining = None if deadline is None else deadline - time.monotonic()

@@ -92,6 +92,10 @@ def test_groupscope_config_is_accepted_by_the_job(raw):
     assert settings.metrics.port == 9308 and settings.metrics.host == "0.0.0.0"
     assert settings.delta.path == "/data/delta"
     assert settings.kafka["bootstrap.servers"] == "kafka:9092"
+    # The HTTP API is on and published where Burrow's clients look for it.
+    assert settings.api.enabled and settings.api.host == "0.0.0.0"
+    job = raw["services"]["groupscope"]
+    assert f"{settings.api.port}:{settings.api.port}" in job["ports"]
 
 
 def test_prometheus_config_with_our_rules(raw, tmp_path: Path):

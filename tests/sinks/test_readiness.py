@@ -8,6 +8,7 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -110,3 +111,27 @@ def test_kafka_up_follows_the_heartbeat_emitter(tmp_path):
         emitter.stop()
     without = MetricsFeed(load_settings(None, {"metrics": {"port": 0}}), JobStatus())
     assert "groupscope_kafka_up" not in _samples(without.server)
+
+
+def test_several_clusters_one_endpoint_ready_per_cluster_and_for_all():
+    east, west = MetricsState(), MetricsState()
+    clock = _Clock(NOW)
+    with MetricsServer(east, cluster="east", host="127.0.0.1", port=0, process_metrics=False, clock=clock,
+                       max_batch_age_s=300, max_heartbeat_age_s=120, kafka_up=lambda: True) as server:
+        server.add_cluster("west", west, kafka_up=lambda: False)
+        east.set_health(_health(batch_at=NOW - 2, heartbeat_at=NOW - 5))
+        west.set_health(_health(batch_at=NOW - 2, heartbeat_at=NOW - 200))
+        assert _get(server, "/ready?cluster=east") == (200, "ready\n")
+        assert _get(server, "/ready?cluster=west") == (503, "not ready: newest heartbeat is 200 s old (limit 120 s)\n")
+        assert _get(server, "/ready") == (503, "not ready: cluster west: newest heartbeat is 200 s old (limit 120 s)\n")
+        status, body = _get(server, "/ready?cluster=north")
+        assert status == 404 and "east, west" in body
+        west.set_health(_health(batch_at=NOW - 1, heartbeat_at=NOW - 1))
+        assert _get(server, "/ready") == (200, "ready\n")
+        # Both clusters' series in one exposition, told apart by the label.
+        text = generate_latest(server.registry).decode()
+        up = {s.labels["cluster"]: s.value for f in text_string_to_metric_families(text) for s in f.samples
+              if s.name == "groupscope_kafka_up"}
+        assert up == {"east": 1.0, "west": 0.0}
+        with pytest.raises(ValueError):
+            server.add_cluster("west", MetricsState())
