@@ -57,7 +57,9 @@ def _register() -> None:
     for command in (demo, run, heartbeat, status, simulate, replay):
         cli.add_command(command)
     from streaming.commands.maintain import maintain
+    from streaming.commands.backfill import backfill
     cli.add_command(maintain)
+    cli.add_command(backfill)
 
 
 _register()

@@ -66,14 +66,26 @@ def executor_written_tables(settings: Settings, sink: BatchSink) -> frozenset[st
     return BULK_TABLES
 
 
-def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, query_name: str = "groupscope"):
-    """Starts the streaming query of one cluster (``query_name`` is unique within the Spark application)."""
+def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, query_name: str = "groupscope",
+                segments: str | None = None):
+    """Starts the streaming query of one cluster (``query_name`` is unique within the Spark application).
+
+    ``segments``: read ``__consumer_offsets`` from the segment files under this folder instead of from Kafka, once
+    (``groupscope backfill``): the query stops by itself when it has read them all."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     spark.dataSource.register(KafkaRangeSource)
     src = settings.source
-    if src.builtin_kafka_source:
+    if segments is not None:
+        from .segment_source import SegmentSource
+
+        spark.dataSource.register(SegmentSource)
+        reader = (spark.readStream.format("groupscope_segments").option("path", segments)
+                  .option("topic", plan.offsets_topic).option("readTasks", str(src.read_tasks)))
+        if src.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
+    elif src.builtin_kafka_source:
         reader = (spark.readStream.format("kafka")
                   .option("subscribe", f"{plan.offsets_topic},{plan.heartbeat_topic}")
                   .option("startingOffsets", src.starting_offsets)
@@ -91,10 +103,11 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
                   .option("packed", "true"))
         if src.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
-    for key, value in settings.kafka.items():
-        reader = reader.option(f"kafka.{key}", value)
+    if segments is None:
+        for key, value in settings.kafka.items():
+            reader = reader.option(f"kafka.{key}", value)
     raw = reader.load()
-    if src.builtin_kafka_source:
+    if src.builtin_kafka_source and segments is None:
         raw = raw.select("key", "value", "topic", "partition", "offset", "timestamp")
 
     # Heartbeats reach every shard; a record (or a packed chunk) belongs to the shard of its own __consumer_offsets
@@ -102,13 +115,16 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
     shards = F.when(F.col("topic") == F.lit(plan.heartbeat_topic),
                     F.sequence(F.lit(0), F.lit(plan.offsets_partitions - 1))).otherwise(F.array(F.col("partition")))
     keyed = raw.withColumn("shard", F.explode(shards))
-    timeout_ms = int(max(settings.model.snapshot_interval_seconds, settings.heartbeat.interval_seconds) * 2000)
+    # Live, a shard with no records still runs every few seconds (its groups' statuses age with the clock). A
+    # backfill has no clock to follow, and Spark's available-now trigger would never end while timeouts are due.
+    timeout_ms = None if segments is not None else \
+        int(max(settings.model.snapshot_interval_seconds, settings.heartbeat.interval_seconds) * 2000)
     out = keyed.groupBy("shard").applyInPandasWithState(
         make_state_function(step_config(settings), timeout_ms),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",
-        timeoutConf=GroupStateTimeout.ProcessingTimeTimeout,
+        timeoutConf=GroupStateTimeout.NoTimeout if timeout_ms is None else GroupStateTimeout.ProcessingTimeTimeout,
     )
 
     bulk = executor_written_tables(settings, sink)
@@ -133,5 +149,8 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
               .option("checkpointLocation", settings.spark.checkpoint)
               .queryName(query_name))
     trigger = settings.spark.trigger_seconds
-    writer = writer.trigger(processingTime=f"{trigger} seconds") if trigger > 0 else writer
+    if segments is not None:
+        writer = writer.trigger(availableNow=True)
+    elif trigger > 0:
+        writer = writer.trigger(processingTime=f"{trigger} seconds")
     return writer.start()

@@ -14,23 +14,17 @@ Kafka source), and ``kafka.<librdkafka setting>`` passed through.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.datasource import DataSource
 
-from ..kafka.planning import from_json_offsets, limit_offsets, plan_ranges, split_tasks, to_json_offsets
+from ..kafka.planning import to_json_offsets
 from streaming.job.packed import PACKED_DDL
+from .ranges import RangeReader, RangeTask
 
 __all__ = ["KafkaRangeSource", "SOURCE_DDL"]
 
 SOURCE_DDL = "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
-
-
-@dataclass(frozen=True)
-class _ReadTask(InputPartition):
-    ranges: tuple  # of OffsetRange
 
 
 class KafkaRangeSource(DataSource):
@@ -45,7 +39,7 @@ class KafkaRangeSource(DataSource):
         return _Reader(self.options)
 
 
-class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class _Reader(RangeReader):
     def __init__(self, options) -> None:
         opts = _lower_keys(options)
         self.kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
@@ -92,37 +86,20 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except KafkaUnavailable:
             return {}
 
-    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
-        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
-
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
         self._target = self._ends()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+    def ends(self):
         from ..kafka.client import KafkaUnavailable
 
-        start_offsets = from_json_offsets(start or {})
         try:
-            ends = self._target if self._target is not None else self._ends()
+            return self._target if self._target is not None else self._ends()
         except KafkaUnavailable:
-            return start  # no news while the cluster is unreachable; the next trigger asks again
-        # Partitions a restart has not seen yet (new partitions) start from 0, like Spark's Kafka source.
-        for tp in ends:
-            start_offsets.setdefault(tp, 0)
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = limit_offsets(start_offsets, ends, max_rows, unlimited_topics=self.unlimited)
-        return to_json_offsets(end)
-
-    def partitions(self, start: dict, end: dict):
-        ranges = plan_ranges(from_json_offsets(start or {}), from_json_offsets(end))
-        return [_ReadTask(tuple(group)) for group in split_tasks(ranges, self.read_tasks)]
-
-    def commit(self, end: dict) -> None:
-        pass  # offsets are in Spark's checkpoint; nothing is committed to Kafka
+            return None  # no news while the cluster is unreachable
 
     # ---- executor side --------------------------------------------------------------------------------------
 
-    def read(self, partition: _ReadTask) -> Iterator:
+    def read(self, partition: RangeTask) -> Iterator:
         from ..kafka.reader import read_ranges
 
         batches = read_ranges(self.kafka, list(partition.ranges), timeout_s=self.timeout_s,

@@ -21,7 +21,7 @@ STATE_DDL = "state binary"
 _CACHE: dict[int, tuple[bytes, ShardStep]] = {}
 
 
-def make_state_function(config: StepConfig, timeout_ms: int):
+def make_state_function(config: StepConfig, timeout_ms: int | None):
     def run_shard(key, chunks: Iterator, state) -> Iterator:
         import pandas as pd
         import pyarrow as pa
@@ -49,7 +49,8 @@ def make_state_function(config: StepConfig, timeout_ms: int):
         new_state = step.state()
         _CACHE[shard] = (new_state, step)
         state.update((new_state,))
-        state.setTimeoutDuration(timeout_ms)
+        if timeout_ms is not None:  # None: the query has no timeouts (a backfill: nothing arrives later)
+            state.setTimeoutDuration(timeout_ms)
         rows = [(shard, name, encode_table(t)) for name, t in tables.items()]
         rows.append((shard, "health", encode_health(health)))
         yield pd.DataFrame(rows, columns=["shard", "kind", "payload"])
