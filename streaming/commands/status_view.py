@@ -133,9 +133,9 @@ def sort_by_severity(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def format_lag_seconds(r: Mapping[str, Any]) -> str:
-    """Lag in seconds. ``>126`` is a lower bound: the end offsets' history does not reach back to the committed
-    offset (a group stopped long ago), so the lag is at least that old; whole seconds, as "at least" needs no
-    tenths. Tenths below 100 s only."""
+    """Lag in seconds. ``>126`` is a lower bound: the end offsets' history, which reaches back to the job's first
+    heartbeat, does not reach the committed offset (a group stopped before the job started), so the lag is at
+    least that old; whole seconds, as "at least" needs no tenths. Tenths below 100 s only."""
     secs = r.get("lag_seconds")
     if secs is None:
         return "-"

@@ -13,7 +13,9 @@ watermark, stamped with the emitter's clock. This module keeps the latest sample
 * **time lag**: when did the log end pass the committed offset? Interpolated between the two history samples that
   bracket it (Kafka Lag Exporter's idea). Unlike KLE it never extrapolates: a committed offset older than the
   history gives ``now − oldest sample`` flagged as a lower bound, so a group replaying months of data shows "at
-  least the history span", not astronomical seconds, and an idle caught-up partition shows 0.
+  least the history span", not astronomical seconds, and an idle caught-up partition shows 0. The history is
+  thinned rather than cut when full (:meth:`EndOffsetHistory._thin`), so it spans everything since the first
+  heartbeat the model saw, densest for the most recent minutes.
 """
 
 from __future__ import annotations
@@ -94,7 +96,32 @@ class EndOffsetHistory:
         times.append(t)
         ends.append(end)
         if n + 1 > self.capacity:
-            del times[0], ends[0]
+            self._thin()
+
+    def _thin(self) -> None:
+        """Full: a quarter of the samples go, those whose going leaves the smallest gap for their age, so the
+        spacing of what stays grows with age (about geometrically) while the oldest and the newest stay.
+
+        Dropping the oldest sample instead kept only ``capacity`` heartbeats (64 × 5 s, about 5 minutes), so a
+        consumer stopped for longer showed a lower bound of about 5 minutes forever and a 10-minute time-lag alert
+        could never fire. Thinned, the history reaches back to the first sample, and a time lag is interpolated
+        between samples whose gap is a small fraction of that lag. Cost: one pass over ``capacity`` samples every
+        ``capacity / 4`` heartbeats."""
+        times, ends = self.times, self.ends
+        n = len(times)
+        now = times[-1]
+        drop = max(1, n - (3 * self.capacity) // 4)
+        # Score of dropping sample i: the gap it leaves, relative to the age of that gap's older end.
+        scored = sorted(range(1, n - 1), key=lambda i: (times[i + 1] - times[i - 1]) / (now - times[i - 1] + 1))
+        gone: set[int] = set()
+        for i in scored:
+            if len(gone) == drop:
+                break
+            if i - 1 not in gone and i + 1 not in gone:  # neighbours' scores changed: take them next time
+                gone.add(i)
+        keep = [i for i in range(n) if i not in gone]
+        self.times = array("q", (times[i] for i in keep))
+        self.ends = array("q", (ends[i] for i in keep))
 
     @property
     def end(self) -> int:

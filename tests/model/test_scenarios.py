@@ -317,6 +317,30 @@ def test_time_lag_interpolates_and_is_bounded_on_replays():
     assert h.time_lag(800, now + 3_600_000) == (0.0, False)
 
 
+def test_a_consumer_stopped_for_an_hour_shows_an_hour_not_the_history_span():
+    """Default history (64 samples) and heartbeats every 5 s, a producer writing 10 records/s with bursts: a
+    consumer that stopped 60 minutes ago is 3,600 s behind within a few percent, not a lower bound of the ~5
+    minutes 64 samples would span if the oldest were simply dropped, so a 10-minute time-lag alert can fire."""
+    h = EndOffsetHistory()
+    end = 0
+    for i in range(2 * 720):  # two hours of heartbeats
+        end += 50 + (200 if i % 97 == 0 else 0)
+        h.observe(EndOffsetSample(end, -1, -1, T0 + i * 5_000))
+    now = T0 + (2 * 720 - 1) * 5_000
+    assert len(h.times) <= 64
+    ends = list(h.ends)
+    for minutes in (3, 12, 60, 110):
+        t = now - minutes * 60_000
+        # the true end offset at t, from the same producer
+        true_end = sum(50 + (200 if i % 97 == 0 else 0) for i in range((t - T0) // 5_000 + 1))
+        secs, lower = h.time_lag(true_end - 1, now)
+        assert not lower, minutes
+        assert abs(secs - minutes * 60) <= 0.05 * minutes * 60 + 10, (minutes, secs)
+    assert ends == sorted(ends)
+    secs, lower = h.time_lag(0, now)
+    assert lower and secs == (now - T0) / 1000, "older than the first heartbeat: at least the whole span"
+
+
 def test_idle_partition_never_alarms_and_stopped_consumer_does():
     cfg = ModelConfig(thresholds=Thresholds(stop_after_ms=60_000))
     log = Log(cfg)

@@ -314,13 +314,16 @@ def test_demo_in_a_terminal_twice_and_under_a_pipe(tmp_path):
                            ("rolling", r"OK +rolling_restart")):  # in the summaries printed every 10 s
         assert re.search(rf"^{group} +\S+ +\d+ +[\d,]+ +>?[\d,.]+ +{verdict}\b", piped_text, re.M), group
     last = piped_text[piped_text.rfind("simulated "):]  # the summary printed at the end
-    assert re.search(r"^stopped +EMPTY +0 +[\d,]+ +>\d", last, re.M), ("lag seconds: at least", last)
+    # Stopped 30 s into the run, long after the job's first heartbeat: its time lag is measured, and it has grown
+    # past the few minutes a history that dropped its oldest samples would stop at (a lower bound, ">N").
+    found = re.search(r"^stopped +EMPTY +0 +[\d,]+ +([\d,.]+) ", last, re.M)
+    assert found and float(found.group(1).replace(",", "")) >= 60, ("lag seconds measured, not bounded", last)
     assert "stopped after" in piped_text
     for marker in TRACE_MARKERS:
         assert marker not in piped_text, marker
     assert_tables_show_the_verdicts(piped_dir / "delta")
     stopped = next(g for g in DeltaSink(piped_dir / "delta").read("groups").to_pylist() if g["group_id"] == "stopped")
-    assert stopped["max_lag_seconds_lower_bound"] is True
+    assert stopped["max_lag_seconds_lower_bound"] is False and stopped["max_lag_seconds"] >= 60
     print(f"first groups after {first.first_groups_s:.1f} s; Ctrl-C to exit {first.exit_after_sigint_s:.1f} s "
           f"and {second.exit_after_sigint_s:.1f} s; piped run of {PIPED_DURATION_S} s took "
           f"{piped_ended[0] - piped_started:.1f} s")
