@@ -40,6 +40,16 @@ def test_each_cluster_is_the_shared_settings_with_its_own_over_them():
     assert "secret" not in str(redacted(load_settings(None, SHARED)))
 
 
+def test_the_example_config_loads():
+    from tests.cli_helpers import REPO
+
+    eu, us = load_settings(str(REPO / "examples" / "several-clusters.yaml")).cluster_settings()
+    assert (eu.cluster, us.cluster) == ("prod-eu", "prod-us")
+    assert us.heartbeat.topic == "groupscope-heartbeat-us" and eu.heartbeat.topic == "groupscope-heartbeat"
+    assert us.kafka["sasl.password"] == eu.kafka["sasl.password"] and us.kafka["sasl.username"] == "groupscope-us"
+    assert us.delta.path == "/var/lib/groupscope/delta/prod-us"
+
+
 def test_a_single_cluster_config_is_unchanged():
     s = load_settings(None, {"cluster": "prod", "kafka": {"bootstrap.servers": "k:9092"}})
     assert s.cluster_settings() == [s]
