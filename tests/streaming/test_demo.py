@@ -37,7 +37,7 @@ CURSOR = re.compile(r"\x1b\[[0-9;]*[ABCDEFGHJK]|\r")  # moves and erasures: a fr
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
 TRACE_MARKERS = ("Traceback", "py4j", "Exception", "\tat org.apache", "ERROR")
 SCENARIOS = "lagging,stalled,paused,stopped,storm,rolling-restart"
-PIPED_DURATION_S = 240
+PIPED_DURATION_S = 160
 GROUP_WIDTH = COMPACT_COLUMNS[0][1]
 
 
