@@ -286,8 +286,8 @@ class GroupVerdicts:
 @dataclass(frozen=True, slots=True)
 class TopicLag:
     topic: str
-    sum_lag: int
-    max_lag: int
+    sum_lag: int | None  # None: no partition of the topic has a known end offset yet
+    max_lag: int | None
     max_lag_seconds: float | None
 
 
@@ -322,8 +322,8 @@ class GroupSnapshot:
     members: tuple[MemberSnapshot, ...]
     partitions: tuple[PartitionLag, ...]
     topics: tuple[TopicLag, ...]
-    sum_lag: int
-    max_lag: int
+    sum_lag: int | None  # None: the group has partitions but none has a known end offset yet (0 without any)
+    max_lag: int | None
     max_lag_seconds: float | None
     status: Status
     rebalances: int

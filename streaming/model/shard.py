@@ -538,7 +538,7 @@ class GroupCoordinatorShard:
         for pl in parts:
             topics.setdefault(pl.topic, []).append(pl)
         topic_lags = tuple(
-            ev.TopicLag(t, sum(x.lag or 0 for x in ps), max((x.lag or 0 for x in ps), default=0),
+            ev.TopicLag(t, *_lag_totals([x.lag for x in ps]),
                         max((x.lag_seconds for x in ps if x.lag_seconds is not None), default=None))
             for t, ps in topics.items())
         if g is None:
@@ -559,7 +559,7 @@ class GroupCoordinatorShard:
         c = self.judge.counters(gid)
         return ev.GroupSnapshot(
             gid, gtype, state, ptype, assignor, gen, aepoch, leader, members, tuple(parts), topic_lags,
-            sum(t.sum_lag for t in topic_lags), max((t.max_lag for t in topic_lags), default=0),
+            *(_lag_totals([t.sum_lag for t in topic_lags], [t.max_lag for t in topic_lags]) if topic_lags else (0, 0)),
             max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
             group_status(p.status for p in parts), rebal, last_rb, cst, simple,
             c)
@@ -673,3 +673,13 @@ def shards_of(shard_or_model) -> Iterable[GroupCoordinatorShard]:
     if isinstance(shard_or_model, GroupCoordinatorShard):
         return (shard_or_model,)
     return tuple(shard_or_model)
+
+
+def _lag_totals(lags: list[int | None], maxima: list[int | None] | None = None) -> tuple[int | None, int | None]:
+    """``(sum, max)`` of the lags that are known. None when none is: no heartbeat has given the end offsets of
+    those partitions yet (or their topic is excluded from heartbeats, or the job reads segment files), and a 0
+    there would read as "caught up". ``maxima``: the maxima to take the max of, when they differ from ``lags``."""
+    known = [x for x in lags if x is not None]
+    if not known:
+        return None, None
+    return sum(known), max(x for x in (lags if maxima is None else maxima) if x is not None)

@@ -341,6 +341,21 @@ def test_a_consumer_stopped_for_an_hour_shows_an_hour_not_the_history_span():
     assert lower and secs == (now - T0) / 1000, "older than the first heartbeat: at least the whole span"
 
 
+def test_lag_is_unknown_until_a_heartbeat_gives_the_end_offsets():
+    """No end offsets yet (before the first heartbeat, a topic left out of heartbeats, a backfill from files):
+    the lag is unknown, not 0, which would read as caught up."""
+    log = Log(ModelConfig())
+    log.add(b.new_offset_commit("g", "t", 0, 100, commit_timestamp=T0), T0)
+    log.add(b.new_offset_commit("g", "u", 0, 7, commit_timestamp=T0), T0)
+    snap = next(g for g in log.shard.snapshot(T0).groups if g.group_id == "g")
+    assert (snap.sum_lag, snap.max_lag) == (None, None)
+    assert all((t.sum_lag, t.max_lag) == (None, None) for t in snap.topics)
+    log.shard.apply_heartbeat(T0 + 1_000, {("t", 0): (150, 150, 0)})
+    snap = next(g for g in log.shard.snapshot().groups if g.group_id == "g")
+    assert (snap.sum_lag, snap.max_lag) == (50, 50), "the known partition counts; the other stays unknown"
+    assert {t.topic: t.sum_lag for t in snap.topics} == {"t": 50, "u": None}
+
+
 def test_idle_partition_never_alarms_and_stopped_consumer_does():
     cfg = ModelConfig(thresholds=Thresholds(stop_after_ms=60_000))
     log = Log(cfg)
