@@ -46,11 +46,14 @@ def read_reference(root: Path) -> tuple[int, float]:
     return records, time.perf_counter() - started
 
 
-def run_backfill(root: Path, work: Path) -> dict:
+def run_backfill(root: Path, work: Path, *extra: str, env: dict[str, str] | None = None) -> dict:
+    """``groupscope backfill`` of ``root`` into ``work`` as its own process (``extra`` arguments, ``env`` added to
+    the environment): seconds from start to exit, its summary line, the commits table's rows and peak memory."""
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "backfill", str(root), "--delta-path",
-                             str(work / "delta"), "--checkpoint", str(work / "checkpoint")], cwd=REPO,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                             str(work / "delta"), "--checkpoint", str(work / "checkpoint"), *extra], cwd=REPO,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
     sampler = MemorySampler(proc.pid).start()
     _, err = proc.communicate()
     seconds = time.monotonic() - started

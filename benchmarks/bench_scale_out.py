@@ -17,16 +17,15 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from bench_backfill import run_backfill  # noqa: E402
 from bench_catchup import loadavg  # noqa: E402
 from bench_decode import unpack_default  # noqa: E402
 
@@ -45,19 +44,14 @@ def backfill(root: Path, work: Path, master: str, executors: int) -> tuple[float
             # start only once every executor is there, so the first batch already has them all
             "spark.scheduler.minRegisteredResourcesRatio": "1.0",
             "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
-    env = {**os.environ, "PYTHONPATH": str(REPO), "GROUPSCOPE_SPARK__CONF": json.dumps(conf),
-           "GROUPSCOPE_SPARK__SHUFFLE_PARTITIONS": str(2 * executors), "GROUPSCOPE_SOURCE__READ_TASKS": str(executors)}
-    started, (busy0, total0) = time.monotonic(), cpu_times()
-    done = subprocess.run([sys.executable, "-m", "streaming.commands.cli", "backfill", str(root), "--master", master,
-                           "--delta-path", str(work / "delta"), "--checkpoint", str(work / "checkpoint")],
-                          cwd=REPO, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - started
+    env = {"GROUPSCOPE_SPARK__CONF": json.dumps(conf), "GROUPSCOPE_SPARK__SHUFFLE_PARTITIONS": str(2 * executors),
+           "GROUPSCOPE_SOURCE__READ_TASKS": str(executors)}
+    busy0, total0 = cpu_times()
+    result = run_backfill(root, work, "--master", master, env=env)
     busy1, total1 = cpu_times()
     print(f"  machine CPU busy during the run: {100 * (busy1 - busy0) / (total1 - total0):.0f}% of "
           f"{os.cpu_count()} cores")
-    if done.returncode != 0:
-        sys.exit(f"bench_scale_out: backfill with {executors} executor(s) failed: {done.stderr.strip()[-2000:]}")
-    return seconds, done.stderr.strip().splitlines()[-1]
+    return result["seconds"], result["line"]
 
 
 def main() -> None:

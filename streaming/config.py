@@ -373,9 +373,13 @@ def load_settings(path: str | None = None, overrides: dict[str, Any] | None = No
 def redacted(settings: Settings) -> dict[str, Any]:
     """The settings as a dict with secrets masked, for logs and ``groupscope config``."""
     data = settings.model_dump()
-    data["kafka"] = {k: ("***" if _SECRET.search(k) else v) for k, v in data["kafka"].items()}
-    data["delta"]["storage_options"] = {k: ("***" if _SECRET.search(k) else v)
-                                        for k, v in data["delta"]["storage_options"].items()}
+    data["kafka"] = _masked(data["kafka"])
+    data["delta"]["storage_options"] = _masked(data["delta"]["storage_options"])
     for cluster in data.get("clusters", {}).values():
-        cluster["kafka"] = {k: ("***" if _SECRET.search(k) else v) for k, v in cluster["kafka"].items()}
+        cluster["kafka"] = _masked(cluster["kafka"])
     return data
+
+
+def _masked(settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` with the values of secret-looking keys replaced by ``***``."""
+    return {k: ("***" if _SECRET.search(k) else v) for k, v in settings.items()}

@@ -241,9 +241,8 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         # their first minute would be replayed as history while Spark starts, with statuses held at OK.
         start_ms = int(time.time() * 1000)
         sims = []
-        for i, (broker, dealt) in enumerate(zip(brokers, deal_scenarios(list(options.scenarios) if len(names) == 1
-                                                                       else [sc.name for sc in scenarios],
-                                                                       len(names)))):
+        dealt_out = deal_scenarios([sc.name for sc in scenarios], len(names))
+        for i, (broker, dealt) in enumerate(zip(brokers, dealt_out)):
             sim = Simulation(dealt, seed=options.seed + i, offsets_partitions=options.offsets_partitions,
                              start_ms=start_ms)
             sink = KafkaSink(broker.bootstrap_servers, create_topic=broker.create_topic)

@@ -40,15 +40,14 @@ def maintain(config, delta_path, tables, vacuum_retention_hours) -> None:
     if vacuum_retention_hours is not None:
         options = options.model_copy(update={"vacuum_retention_hours": vacuum_retention_hours})
     root = settings.delta.path
-    if settings.clusters:  # several clusters: each one's tables under its own folder
-        sets = [(c.cluster, c.delta.path) for c in settings.cluster_settings()]
-    else:
+    from streaming.commands.status_view import configured_cluster_tables
+
+    sets = configured_cluster_tables(settings)  # several clusters: each one's tables under its own folder
+    if not sets:
         if "://" not in root and not Path(root).is_dir():
             click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory)", err=True)
             sys.exit(1)
-        from streaming.commands.status_view import cluster_tables
-
-        sets = cluster_tables(root) or [(settings.cluster, root)]
+        sets = [(settings.cluster, root)]
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.delta_maintenance import DeltaMaintenance
 

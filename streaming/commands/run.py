@@ -216,20 +216,21 @@ def status(config, delta_path, as_json) -> None:
     listed last, as deleted."""
     settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
                          checkpoint=None, master=None)
-    from streaming.commands.status_view import cluster_tables, load_clusters_status, load_status, render_status
+    from streaming.commands.status_view import (cluster_tables, configured_cluster_tables, load_clusters_status,
+                                                load_status, render_status)
 
     path = settings.delta.path
-    several = [(c.cluster, c.delta.path) for c in settings.cluster_settings()] if settings.clusters else []
+    several = configured_cluster_tables(settings)
     if not several and delta_path is None and path == type(settings.delta)().path \
-            and not (Path(path) / "groups").exists() and not cluster_tables(path):
+            and not (Path(path) / "groups").exists():
         # Nothing configured and no job's tables here: the tables of the last groupscope demo, if any.
         from streaming.commands.demo_stack import default_demo_dir
 
         demo_delta = default_demo_dir() / "delta"
-        if (demo_delta / "groups").exists() or cluster_tables(str(demo_delta)):
+        several = cluster_tables(str(demo_delta))
+        if (demo_delta / "groups").exists() or several:
             click.echo(f"groupscope status: showing the demo's tables ({demo_delta})", err=True)
             path = str(demo_delta)
-    several = several or cluster_tables(path)  # a deployment's root folder holds one table set per cluster
     try:
         rows = load_clusters_status(several, storage_options=settings.delta.storage_options) if several else \
             load_status(path, storage_options=settings.delta.storage_options)

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from streaming.sinks.delta import DeltaSink
 
-__all__ = ["load_status", "load_clusters_status", "cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
+__all__ = ["load_status", "load_clusters_status", "cluster_tables", "configured_cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
            "format_lag_seconds", "COMPACT_COLUMNS"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
@@ -79,6 +79,14 @@ def cluster_tables(delta_path: str) -> list[tuple[str, str]]:
     if "://" in delta_path or (root / "groups").exists() or not root.is_dir():
         return []
     return [(child.name, str(child)) for child in sorted(root.iterdir()) if (child / "groups").is_dir()]
+
+
+def configured_cluster_tables(settings) -> list[tuple[str, str]]:
+    """The table sets of a several-cluster deployment: each configured cluster's, or the cluster folders found
+    under ``delta.path``; empty for one cluster whose tables are ``delta.path`` itself."""
+    if settings.clusters:
+        return [(c.cluster, c.delta.path) for c in settings.cluster_settings()]
+    return cluster_tables(settings.delta.path)
 
 
 def load_clusters_status(tables: Iterable[tuple[str, str]], *, storage_options: Mapping[str, str] | None = None,

@@ -36,7 +36,7 @@ class BackfillReport:
 def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None = None) -> BackfillReport:
     """Runs the job over the segment files under ``segments_path`` into the configured Delta tables; returns what
     it read and wrote. Raises ``SegmentPathError`` for a path without segments, ``RuntimeError`` for a failed query."""
-    from streaming.job.runner import _refuse_tables_of_another_checkpoint
+    from streaming.job.runner import refuse_tables_of_another_checkpoint
     from streaming.offline.segments import find_segments
     from streaming.sinks.delta import DeltaSink
     from streaming.spark.job import JobPlan, start_query
@@ -53,13 +53,14 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
     delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
         if s.delta.enabled else None
     if delta is not None:
-        _refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
+        refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
 
     def counted(result: BatchResult) -> None:
+        records = sum(h.records for h in result.health)
         report.batches += 1
-        report.records += sum(h.records for h in result.health)
+        report.records += records
         report.commits += result.written.get("commits", 0)
-        log.info("batch %d: %d records", result.batch_id, sum(h.records for h in result.health))
+        log.info("batch %d: %d records", result.batch_id, records)
 
     sink = BatchSink(delta=delta, on_batch=counted)
     sp = s.spark

@@ -21,7 +21,6 @@ class ClusterFeed:
     """One cluster's state as the endpoint shows it, updated after each of that cluster's micro-batches."""
 
     def __init__(self, settings: Settings, status, emitter: Callable[[], object] | None = None) -> None:
-        self.settings = settings
         self.status = status
         self.emitter = emitter
         self.health = MonitorHealth()
@@ -62,7 +61,6 @@ class MetricsFeed:
 
     def __init__(self, settings: Settings, status, emitter: Callable[[], object] | None = None) -> None:
         m = settings.metrics
-        self.settings = settings
         first = ClusterFeed(settings, status, emitter)
         self.clusters: dict[str, ClusterFeed] = {settings.cluster: first}
         self.server = MetricsServer(first.state, cluster=settings.cluster, host=m.host, port=m.port,

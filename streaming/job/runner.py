@@ -23,7 +23,7 @@ from streaming.job.batch_sink import BatchResult, BatchSink
 from streaming.job.progress import query_error_line
 from streaming.config import Settings
 
-__all__ = ["GroupscopeJob", "ClusterRun", "JobStatus"]
+__all__ = ["GroupscopeJob", "ClusterRun", "JobStatus", "refuse_tables_of_another_checkpoint"]
 
 log = logging.getLogger("groupscope.run")
 
@@ -100,7 +100,7 @@ class ClusterRun:
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
             if s.delta.enabled and s.delta.writer == "deltalake" else None
         if delta is not None:
-            _refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
+            refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
         self.sink = BatchSink(delta=delta, metrics=metrics, on_batch=on_batch)
         if delta is not None and s.delta.maintenance.enabled:
             from streaming.sinks.delta_maintenance import DeltaMaintenance
@@ -202,7 +202,7 @@ class ClusterRun:
         if self.maintenance is not None:
             self.maintenance.after_batch(result.batch_id)
 
-    def supervise(self, now: float, spark, start: Callable[[ClusterRun], None]) -> None:
+    def supervise(self, now: float, start: Callable[[ClusterRun], None]) -> None:
         """One look at this cluster: (re)starts what is down once its back-off has passed."""
         if now < self.next_attempt:
             return
@@ -212,9 +212,7 @@ class ClusterRun:
                 if self.query is not None:
                     self.log.info("streaming query started")
             except Exception as exc:  # noqa: BLE001 - reported; tried again after the back-off
-                self.status.last_error = f"restart failed: {exc}" if self.prepared else str(exc)
-                self.log.error("%s; trying again in %.0f s", self.status.last_error, self.backoff)
-                self._later(now)
+                self.retry_later(f"restart failed: {exc}" if self.prepared else str(exc), now)
             return
         q = self.query
         if not q.isActive:
@@ -230,6 +228,12 @@ class ClusterRun:
         if progress:
             self.status.batch_duration_s = (progress.get("durationMs", {}).get("triggerExecution") or 0) / 1000
             self.backoff = 2.0
+
+    def retry_later(self, reason: str, now: float) -> None:
+        """Says why this cluster is not running, in one line, and when it is tried again."""
+        self.status.last_error = reason
+        self.log.error("%s; trying again in %.0f s", reason, self.backoff)
+        self._later(now)
 
     def _later(self, now: float) -> None:
         self.next_attempt = now + self.backoff
@@ -253,11 +257,7 @@ class ClusterRun:
 
     def stop_services(self) -> None:
         while self._started:
-            name, stop = self._started.pop()
-            try:
-                stop()
-            except Exception as exc:  # noqa: BLE001
-                self.log.warning("stopping %s: %s", name, exc)
+            _stop_quietly(*self._started.pop(), logger=self.log)
         self.prepared = False
 
 
@@ -281,7 +281,6 @@ class GroupscopeJob:
         self.on_batch = on_batch
         self.stop_requested = threading.Event()
         self.install_signal_handlers = install_signal_handlers
-        self._started: list[tuple[str, Callable[[], None]]] = []
         self.spark = None
         self.metrics = None
 
@@ -319,15 +318,12 @@ class GroupscopeJob:
             for run in self.clusters[1:]:
                 self.metrics.add_cluster(run.settings, run.status, emitter=lambda run=run: run.emitter)
             self.metrics.start()
-            self._started.append(("metrics", self.metrics.stop))
         failed: list[str] = []
         for run in self.clusters:
             try:
                 self._prepare(run)
             except ClusterNotYet as exc:  # several clusters: the others start; this one is retried
-                run.status.last_error = str(exc)
-                run.log.error("%s; trying again in %.0f s", exc, run.backoff)
-                run._later(time.monotonic())
+                run.retry_later(str(exc), time.monotonic())
                 failed.append(f"cluster {run.name}: {exc}")
         if len(failed) == len(self.clusters):
             raise RuntimeError("; ".join(failed))
@@ -362,7 +358,6 @@ class GroupscopeJob:
                 master = f"local[{2 * len(self.clusters)}]"
         self.spark = build_session(master=master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
                                    driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log)
-        self._started.append(("spark", self.spark.stop))
         for run in self.clusters:
             if run.prepared:
                 self._delta_spark(run)
@@ -396,7 +391,7 @@ class GroupscopeJob:
             if deadline is not None and now >= deadline:
                 break
             for run in self.clusters:
-                run.supervise(now, self.spark, self._start_cluster)
+                run.supervise(now, self._start_cluster)
             self.stop_requested.wait(poll_s)
 
     def request_stop(self) -> None:
@@ -412,24 +407,22 @@ class GroupscopeJob:
         deadline = time.monotonic() + timeout_s
         for run in self.clusters:
             run.stop_query(deadline)
-        spark = [entry for entry in self._started if entry[0] == "spark"]
-        for name, stop in spark:  # Spark first, as before: no task may still read through a stopped service
-            self._started.remove((name, stop))
-            _stop_quietly(name, stop)
+        if self.spark is not None:  # Spark first: no task may still read through a stopped service
+            _stop_quietly("spark", self.spark.stop)
         for run in self.clusters:
             run.stop_services()
-        while self._started:
-            _stop_quietly(*self._started.pop())
+        if self.metrics is not None:
+            _stop_quietly("metrics", self.metrics.stop)
 
 
-def _stop_quietly(name: str, stop: Callable[[], None]) -> None:
+def _stop_quietly(name: str, stop: Callable[[], None], logger: logging.Logger | logging.LoggerAdapter = log) -> None:
     try:
         stop()
     except Exception as exc:  # noqa: BLE001 - stopping must go on with the other services
-        log.warning("stopping %s: %s", name, exc)
+        logger.warning("stopping %s: %s", name, exc)
 
 
-def _refuse_tables_of_another_checkpoint(delta, checkpoint: str) -> None:
+def refuse_tables_of_another_checkpoint(delta, checkpoint: str) -> None:
     """A new checkpoint numbers its micro-batches from 0 again, and the Delta tables skip every batch id they have
     already recorded (that is how a replayed batch is written once). Tables written under an earlier checkpoint
     would therefore silently drop this one's first batches: refuse to start, in one line, instead."""

@@ -14,13 +14,10 @@ the packages are not installed.
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -33,6 +30,7 @@ from streaming.schema import tables
 from streaming.simulator import Simulation, SimulationRunner
 from streaming.simulator.kafka_sink import KafkaSink
 from streaming.sinks.prometheus import MetricsState, MonitorHealth, OffsetsPartitionHealth
+from tests.api.http import get_json
 from tests.spark.harness import OFFSETS, oracle_model, read_committed
 
 BURROW = shutil.which("Burrow") or shutil.which("burrow")
@@ -61,14 +59,6 @@ def _four_letters(port: int, command: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
         s.sendall(command)
         return s.makefile("rb").read()
-
-
-def _get(port: int, path: str):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
 
 
 def _wait(what: str, check, timeout_s: float = 90.0):
@@ -108,7 +98,7 @@ def both(tmp_path_factory):
             (root / "burrow.toml").write_text(_burrow_config(root, bootstrap, zk_port, burrow_port))
             procs.append(subprocess.Popen([BURROW, "--config-dir", str(root)], stdout=open(root / "burrow.log", "w"),
                                           stderr=subprocess.STDOUT))
-            _wait("Burrow's HTTP server", lambda: _get(burrow_port, "/v3/kafka")[0] == 200)
+            _wait("Burrow's HTTP server", lambda: get_json(burrow_port, "/v3/kafka")[0] == 200)
             time.sleep(3)  # Burrow lists the topics' end offsets before it can store commits against them
             # Commits Burrow sees live, then a quiet end: both sides are compared on a log that no longer moves.
             SimulationRunner(sim, sink, speed=4, duration_ms=60_000).start().join(60)
@@ -116,7 +106,7 @@ def both(tmp_path_factory):
             topics = sorted(sim.topics)
             ends = _end_offsets(bootstrap, {t: len(sim.topics[t].end_offsets(sim.now_ms)) for t in topics})
             _wait("Burrow's end offsets to reach the log end", lambda: all(
-                _get(burrow_port, f"/v3/kafka/{CLUSTER}/topic/{t}")[1].get("offsets")
+                get_json(burrow_port, f"/v3/kafka/{CLUSTER}/topic/{t}")[1].get("offsets")
                 == [ends[(t, p)] for p in range(len(sim.topics[t].end_offsets(sim.now_ms)))] for t in topics))
             state = _groupscope_state(bootstrap, ends, sim.now_ms)
             with ApiServer({CLUSTER: ClusterSource.of_state(CLUSTER, state)}, host="127.0.0.1", port=0) as api:
@@ -197,11 +187,11 @@ def _keys(obj) -> set[str]:
 
 def test_groups_and_envelopes_match(both):
     burrow, ours, _ = both
-    b, g = _get(burrow, f"/v3/kafka/{CLUSTER}/consumer")[1], _get(ours, f"/v3/kafka/{CLUSTER}/consumer")[1]
+    b, g = get_json(burrow, f"/v3/kafka/{CLUSTER}/consumer")[1], get_json(ours, f"/v3/kafka/{CLUSTER}/consumer")[1]
     assert _keys(b) == _keys(g) and _keys(b["request"]) == _keys(g["request"])
     assert set(b["consumers"]) == set(g["consumers"]), "both list the groups that commit"
     for path in (f"/v3/kafka/nope/consumer", f"/v3/kafka/{CLUSTER}/consumer/nope/status", "/v3/kafka/x/y/z"):
-        (bs, bb), (gs, gb) = _get(burrow, path), _get(ours, path)
+        (bs, bb), (gs, gb) = get_json(burrow, path), get_json(ours, path)
         assert bs == gs and _keys(bb) == _keys(gb), path
         assert {k: v for k, v in bb.items() if k != "request"} == {k: v for k, v in gb.items() if k != "request"}
 
@@ -209,9 +199,9 @@ def test_groups_and_envelopes_match(both):
 def test_committed_offsets_and_lags_match(both):
     burrow, ours, _ = both
     report = []
-    for group in _get(burrow, f"/v3/kafka/{CLUSTER}/consumer")[1]["consumers"]:
-        bd = _get(burrow, f"/v3/kafka/{CLUSTER}/consumer/{group}")[1]["topics"]
-        gd = _get(ours, f"/v3/kafka/{CLUSTER}/consumer/{group}")[1]["topics"]
+    for group in get_json(burrow, f"/v3/kafka/{CLUSTER}/consumer")[1]["consumers"]:
+        bd = get_json(burrow, f"/v3/kafka/{CLUSTER}/consumer/{group}")[1]["topics"]
+        gd = get_json(ours, f"/v3/kafka/{CLUSTER}/consumer/{group}")[1]["topics"]
         b_last = {(t, n): (e["offsets"][-1]["offset"], e["current-lag"]) for t, es in bd.items()
                   for n, e in enumerate(es) if e["offsets"] and e["offsets"][-1]}
         g_last = {(t, n): (e["offsets"][-1]["offset"], e["current-lag"]) for t, es in gd.items()
@@ -222,8 +212,8 @@ def test_committed_offsets_and_lags_match(both):
                 assert _keys(e) == _keys(bd[t][0])
                 for o in e["offsets"]:
                     assert _keys(o) - {"observedAt"} == _keys(next(x for x in bd[t][0]["offsets"] if x))
-        (_, bl), (_, gl) = _get(burrow, f"/v3/kafka/{CLUSTER}/consumer/{group}/lag"), \
-            _get(ours, f"/v3/kafka/{CLUSTER}/consumer/{group}/lag")
+        (_, bl), (_, gl) = get_json(burrow, f"/v3/kafka/{CLUSTER}/consumer/{group}/lag"), \
+            get_json(ours, f"/v3/kafka/{CLUSTER}/consumer/{group}/lag")
         bst, gst = bl["status"], gl["status"]
         assert _keys(bst) == _keys(gst) and _keys(bst["partitions"][0]) == _keys(gst["partitions"][0])
         assert bst["totallag"] == gst["totallag"], group
@@ -239,8 +229,8 @@ def test_committed_offsets_and_lags_match(both):
 
 def test_topics_and_end_offsets_match(both):
     burrow, ours, topics = both
-    assert set(_get(ours, f"/v3/kafka/{CLUSTER}/topic")[1]["topics"]) <= set(
-        _get(burrow, f"/v3/kafka/{CLUSTER}/topic")[1]["topics"])
-    for t in _get(ours, f"/v3/kafka/{CLUSTER}/topic")[1]["topics"]:
-        (_, b), (_, g) = _get(burrow, f"/v3/kafka/{CLUSTER}/topic/{t}"), _get(ours, f"/v3/kafka/{CLUSTER}/topic/{t}")
+    assert set(get_json(ours, f"/v3/kafka/{CLUSTER}/topic")[1]["topics"]) <= set(
+        get_json(burrow, f"/v3/kafka/{CLUSTER}/topic")[1]["topics"])
+    for t in get_json(ours, f"/v3/kafka/{CLUSTER}/topic")[1]["topics"]:
+        (_, b), (_, g) = get_json(burrow, f"/v3/kafka/{CLUSTER}/topic/{t}"), get_json(ours, f"/v3/kafka/{CLUSTER}/topic/{t}")
         assert b["offsets"] == g["offsets"] and _keys(b) == _keys(g), t

@@ -8,10 +8,8 @@ and replayed through the group model; every committed offset the API shows must 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import urllib.error
 import urllib.request
 
 import pytest
@@ -20,6 +18,7 @@ from streaming.job.runner import GroupscopeJob
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.simulator import Simulation, SimulationRunner
 from streaming.simulator.kafka_sink import KafkaSink
+from tests.api.http import get_json
 from tests.spark.harness import HEARTBEAT, OFFSETS, job_settings, oracle_model, read_committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -27,14 +26,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 SCENARIOS = ["steady", "lagging", "kip848"]
 OFFSETS_PARTITIONS = 4
 CLUSTER = "e2e"
-
-
-def fetch(port: int, path: str):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
 
 
 def test_the_running_job_serves_burrow_and_groupscope_paths(tmp_path):
@@ -62,25 +53,25 @@ def test_the_running_job_serves_burrow_and_groupscope_paths(tmp_path):
             assert len(oracle) >= len(SCENARIOS)
             deadline = time.monotonic() + 240
             while True:
-                _, cluster = fetch(port, f"/v1/clusters/{CLUSTER}")
-                _, consumers = fetch(port, f"/v3/kafka/{CLUSTER}/consumer")
+                _, cluster = get_json(port, f"/v1/clusters/{CLUSTER}")
+                _, consumers = get_json(port, f"/v3/kafka/{CLUSTER}/consumer")
                 if cluster.get("caught_up") and set(consumers["consumers"]) >= set(oracle):
                     break
                 assert time.monotonic() < deadline, f"no caught-up API: {cluster}, {consumers}"
                 time.sleep(1)
-            assert fetch(port, "/v3/kafka")[1]["clusters"] == [CLUSTER]
+            assert get_json(port, "/v3/kafka")[1]["clusters"] == [CLUSTER]
             for gid, snap in oracle.items():
-                status, detail = fetch(port, f"/v3/kafka/{CLUSTER}/consumer/{gid}")
+                status, detail = get_json(port, f"/v3/kafka/{CLUSTER}/consumer/{gid}")
                 assert status == 200, gid
                 shown = {(t, n): e["offsets"][-1]["offset"] for t, entries in detail["topics"].items()
                          for n, e in enumerate(entries) if e["offsets"]}
                 assert shown == {(p.topic, p.partition): p.committed for p in snap.partitions}, gid
-                status, lag = fetch(port, f"/v3/kafka/{CLUSTER}/consumer/{gid}/lag")
+                status, lag = get_json(port, f"/v3/kafka/{CLUSTER}/consumer/{gid}/lag")
                 assert status == 200 and lag["status"]["partition_count"] == len(snap.partitions), gid
                 assert lag["status"]["complete"] == 1.0
-                status, group = fetch(port, f"/v1/clusters/{CLUSTER}/groups/{gid}")
+                status, group = get_json(port, f"/v1/clusters/{CLUSTER}/groups/{gid}")
                 assert status == 200 and group["type"] == snap.group_type.name, gid
-            assert fetch(port, f"/v3/kafka/{CLUSTER}/consumer/nope/status")[0] == 404
+            assert get_json(port, f"/v3/kafka/{CLUSTER}/consumer/nope/status")[0] == 404
         finally:
             job.request_stop()
             runner.join(60)

@@ -8,7 +8,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from streaming.job.runner import _refuse_tables_of_another_checkpoint
+from streaming.job.runner import refuse_tables_of_another_checkpoint
 from streaming.schema.tables import TABLES
 from streaming.sinks.delta import DeltaSink
 
@@ -22,12 +22,12 @@ def _quarantine_row() -> pa.Table:
 
 def test_new_checkpoint_with_tables_of_another_is_refused(tmp_path):
     delta = DeltaSink(tmp_path / "delta", app_id="groupscope-x")
-    _refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))  # no tables yet: fine
+    refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))  # no tables yet: fine
     delta.write_batch(5, {"quarantine": _quarantine_row()})
     with pytest.raises(RuntimeError, match=r"another checkpoint \(up to batch 5\).*delta.path"):
-        _refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))
+        refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))
     with pytest.raises(RuntimeError):
-        _refuse_tables_of_another_checkpoint(delta, "file:" + str(tmp_path / "cp"))
+        refuse_tables_of_another_checkpoint(delta, "file:" + str(tmp_path / "cp"))
 
 
 def test_resuming_the_same_checkpoint_is_fine(tmp_path):
@@ -35,5 +35,5 @@ def test_resuming_the_same_checkpoint_is_fine(tmp_path):
     delta.write_batch(5, {"quarantine": _quarantine_row()})
     (tmp_path / "cp" / "offsets").mkdir(parents=True)
     (tmp_path / "cp" / "offsets" / "5").write_text("v1\n")
-    _refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))
-    _refuse_tables_of_another_checkpoint(delta, "s3a://bucket/cp")  # not local: cannot tell, not refused
+    refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))
+    refuse_tables_of_another_checkpoint(delta, "s3a://bucket/cp")  # not local: cannot tell, not refused
