@@ -25,8 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_catchup import MemorySampler, loadavg  # noqa: E402
+from bench_catchup import loadavg  # noqa: E402
 from bench_decode import unpack_default  # noqa: E402
+from proctree import MemorySampler  # noqa: E402
 
 from streaming.offline.committed import CommittedReader, log_end_offset  # noqa: E402
 from streaming.offline.segments import find_segments  # noqa: E402
@@ -65,7 +66,9 @@ def run_backfill(root: Path, work: Path, *extra: str, env: dict[str, str] | None
     rows = DeltaTable(str(work / "delta" / "commits")).to_pyarrow_dataset().count_rows()
     return {"seconds": seconds, "line": err.strip().splitlines()[-1], "commits": rows,
             "peak_mb": sampler.peak_total / 2**20,
-            "by_kind": {k: v / 2**20 for k, v in sorted(sampler.peak_sample.items())}}
+            "by_kind": {k: v / 2**20 for k, v in sorted(sampler.peak_sample.items())},
+            "peak_pss_mb": sampler.peak_pss_total / 2**20,
+            "pss_by_kind": {k: v / 2**20 for k, v in sorted(sampler.peak_pss_sample.items())}}
 
 
 def main() -> None:
@@ -86,7 +89,10 @@ def main() -> None:
               f"(load {loadavg()})")
         print(f"  {job['line']}")
         print(f"  commits table: {job['commits']:,} rows ({'all' if job['commits'] == records else 'NOT all'} "
-              f"of {records:,}); peak RSS {job['peak_mb']:,.0f} MB: "
+              f"of {records:,})")
+        print(f"  peak PSS (physical memory of the process tree) {job['peak_pss_mb']:,.0f} MB: "
+              + ", ".join(f"{k} {v:,.0f} MB" for k, v in job["pss_by_kind"].items()))
+        print(f"  peak RSS (shared pages counted per process) {job['peak_mb']:,.0f} MB: "
               + ", ".join(f"{k} {v:,.0f} MB" for k, v in job["by_kind"].items()))
         if job["commits"] != records:
             sys.exit(1)

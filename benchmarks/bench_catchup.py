@@ -35,11 +35,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,11 +47,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from bench_job import load_backlog  # noqa: E402
+from proctree import PAGE, MemorySampler  # noqa: E402
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 HEARTBEAT_TOPIC = "groupscope-heartbeat"  # the default heartbeat.topic: the job refuses to start without it
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def loadavg() -> str:
@@ -116,90 +114,6 @@ def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[flo
 
 
 # ---- (b) the job -------------------------------------------------------------------------------------------
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(entry.name))
-    return kids
-
-
-def _kind(pid: int, root: int) -> str:
-    if pid == root:
-        return "driver (Python)"
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return "other"
-    if "java" in cmd.split(" ", 1)[0] or " org.apache.spark" in cmd:
-        return "JVM"
-    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "pyspark/daemon" in cmd:
-        return "Python workers"
-    return "other"
-
-
-def _rss(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-@dataclass
-class MemorySampler:
-    """Peak RSS per process kind and of the whole tree (summed within one sample), every ``every_s``."""
-
-    root: int
-    every_s: float = 0.25
-    peak_total: int = 0
-    peak_by_kind: dict[str, int] = field(default_factory=dict)
-    peak_sample: dict[str, int] = field(default_factory=dict)
-    peak_workers: int = 0
-    samples: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-
-    def start(self) -> "MemorySampler":
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def sample(self) -> None:
-        kids = _children()
-        tree, todo = [], [self.root]
-        while todo:
-            pid = todo.pop()
-            tree.append(pid)
-            todo.extend(kids.get(pid, []))
-        by_kind: dict[str, int] = {}
-        workers = 0
-        for pid in tree:
-            kind = _kind(pid, self.root)
-            by_kind[kind] = by_kind.get(kind, 0) + _rss(pid)
-            workers += kind == "Python workers"
-        total = sum(by_kind.values())
-        self.samples += 1
-        if total > self.peak_total:
-            self.peak_total, self.peak_sample = total, by_kind
-        for kind, rss in by_kind.items():
-            self.peak_by_kind[kind] = max(self.peak_by_kind.get(kind, 0), rss)
-        self.peak_workers = max(self.peak_workers, workers)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.every_s)
 
 
 def _free_port() -> int:
@@ -354,8 +268,13 @@ def main() -> None:
                       f"{w_recs / w_secs:,.0f} records/s (target >= 400k) |")
         mem = job["memory"]
         kinds = sorted(mem.peak_by_kind)
-        print(f"| peak RSS, process tree (one sample, summed) | {mem.peak_total / 2**20:,.0f} MB "
-              f"({', '.join(f'{k} {mem.peak_sample.get(k, 0) / 2**20:,.0f}' for k in kinds)}) (target <= 1.5 GB) |")
+        print(f"| peak PSS, process tree (one sample, summed: the physical memory it holds) | "
+              f"{mem.peak_pss_total / 2**20:,.0f} MB "
+              f"({', '.join(f'{k} {mem.peak_pss_sample.get(k, 0) / 2**20:,.0f}' for k in kinds)}) "
+              f"(target <= 1.5 GB) |")
+        print(f"| peak RSS, process tree (one sample, summed; counts shared pages once per process) | "
+              f"{mem.peak_total / 2**20:,.0f} MB "
+              f"({', '.join(f'{k} {mem.peak_sample.get(k, 0) / 2**20:,.0f}' for k in kinds)}) |")
         print(f"| peak RSS per process kind (each its own peak) | "
               f"{', '.join(f'{k} {mem.peak_by_kind[k] / 2**20:,.0f} MB' for k in kinds)}; "
               f"up to {mem.peak_workers} Python workers; {mem.samples} samples |")

@@ -22,6 +22,7 @@ import argparse
 import os
 import platform
 import re
+import threading
 import signal
 import subprocess
 import sys
@@ -35,6 +36,12 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
+from confluent_kafka import Producer  # noqa: E402
+
+from proctree import kind, pss_bytes, rss_bytes, tree  # noqa: E402
+from protocol import partition_for  # noqa: E402
+from protocol.builders import new_offset_commit  # noqa: E402
+from protocol.codec import encode_record  # noqa: E402
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 from streaming.simulator import ConsumerConfig, SimConsumer, Simulation, SimulationRunner  # noqa: E402
 from streaming.simulator.kafka_sink import KafkaSink  # noqa: E402
@@ -42,75 +49,28 @@ from streaming.simulator.topics import TopicSpec  # noqa: E402
 
 ROLLING_GROUP = "soak-rolling"
 ROLLING_TOPIC = "soak-payments"
+SCALE_TOPIC = "soak-scale"
 
 
 # ---- processes ---------------------------------------------------------------------------------------------------
-# Read from /proc directly (Linux): three fields of two files, not worth a dependency for a benchmark.
-
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        out.setdefault(ppid, []).append(int(entry))
-    return out
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _pss_mb(pid: int) -> float:
-    """Proportional set size: shared pages divided among the processes sharing them (sums fairly)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _name(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm", encoding="ascii", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
 
 def sample_memory(driver: int) -> dict[str, float]:
-    """RSS in MB of the driver, the JVM(s) below it and every Python process below the JVM (Spark's workers)."""
-    kids = _children()
-    jvm = workers = workers_pss = 0.0
-    n_workers = 0
-    stack = list(kids.get(driver, []))
-    while stack:
-        pid = stack.pop()
-        stack.extend(kids.get(pid, []))
-        name = _name(pid)
-        if name == "java":
-            jvm += _rss_mb(pid)
-        elif name.startswith("python"):
-            workers += _rss_mb(pid)
-            workers_pss += _pss_mb(pid)
-            n_workers += 1
-    return {"driver": _rss_mb(driver), "jvm": jvm, "workers": workers, "workers_pss": workers_pss,
-            "n_workers": n_workers}
+    """MB of the driver, the JVM below it and Spark's Python processes (workers, daemons): RSS, and PSS (shared
+    pages split among the processes sharing them), whose sum over the tree is the memory the job holds."""
+    mem = {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "workers_pss": 0.0, "total_pss": 0.0, "n_workers": 0}
+    for pid in tree(driver):
+        k = kind(pid, driver)
+        rss, pss = rss_bytes(pid) / 2**20, pss_bytes(pid) / 2**20
+        mem["total_pss"] += pss
+        if k == "driver (Python)":
+            mem["driver"] += rss
+        elif k == "JVM":
+            mem["jvm"] += rss
+        elif k == "Python workers":
+            mem["workers"] += rss
+            mem["workers_pss"] += pss
+            mem["n_workers"] += 1
+    return mem
 
 
 # ---- metrics -----------------------------------------------------------------------------------------------------
@@ -172,12 +132,78 @@ def schedule_rolling_restarts(sim: Simulation, every_s: float, until_s: float) -
         t += every_s
 
 
+class ScaleLoad:
+    """``groups`` consumer groups on one ``partitions``-partition topic, each committing every partition every
+    ``commit_every_s`` seconds (spread evenly over that interval, a round of groups each second), at the topic's
+    end offsets, which move by one record per partition each second. Written straight to ``__consumer_offsets``
+    as Kafka's coordinator writes them (groups that commit without a membership, as many monitoring and batch
+    consumers do): the simulator's per-client model would need more CPU than the two cores have beside the job."""
+
+    def __init__(self, bootstrap: str, groups: int, partitions: int, commit_every_s: float, offsets_partitions: int,
+                 topic: str = SCALE_TOPIC) -> None:
+        self.groups, self.partitions, self.every = groups, partitions, commit_every_s
+        self.offsets_partitions, self.topic = offsets_partitions, topic
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10000,
+                                  "queue.buffering.max.messages": 2_000_000, "log_level": 3})
+        self.commits = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+
+    def start(self) -> "ScaleLoad":
+        self._thread = threading.Thread(target=self._run, name="scale-load", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.producer.flush(30)
+
+    def _produce(self, topic: str, key: bytes | None, value: bytes, partition: int, ts: int) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, key=key, value=value, partition=partition, timestamp=ts)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _run(self) -> None:
+        try:
+            per_tick = max(1, round(self.groups / self.every))
+            end = 0  # every partition of the topic has the same end offset: one record per partition per second
+            next_group = 0
+            tick = time.monotonic()
+            while not self._stop.is_set():
+                now_ms = int(time.time() * 1000)
+                for p in range(self.partitions):
+                    self._produce(self.topic, None, b"x", p, now_ms)
+                end += 1
+                for _ in range(per_tick):
+                    group = f"scale-g{next_group}"
+                    where = partition_for(group, self.offsets_partitions)
+                    for p in range(self.partitions):
+                        key, value = encode_record(new_offset_commit(group, self.topic, p, end,
+                                                                     commit_timestamp=now_ms))
+                        self._produce("__consumer_offsets", key, value, where, now_ms)
+                    self.commits += self.partitions
+                    next_group = (next_group + 1) % self.groups
+                self.producer.poll(0)
+                tick += 1.0
+                self._stop.wait(max(0.0, tick - time.monotonic()))
+        except BaseException as exc:  # noqa: BLE001 - reported by the sampling loop
+            self.error = exc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=60.0, help="how long to sample after the warm-up")
     ap.add_argument("--interval", type=float, default=60.0, help="seconds between samples")
     ap.add_argument("--rebalance-every", type=float, default=300.0, help="seconds between rolling restarts")
     ap.add_argument("--keep", metavar="DIR", help="keep the job's folder (log, checkpoint, tables) here")
+    ap.add_argument("--groups", type=int, default=0,
+                    help="also run this many commit-only groups on one topic (e.g. 10000; default none)")
+    ap.add_argument("--partitions", type=int, default=100, help="partitions of that topic (every group commits all)")
+    ap.add_argument("--commit-every", type=float, default=60.0, help="seconds between a group's commits")
     args = ap.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
           f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GB, "
@@ -195,6 +221,13 @@ def main() -> None:
         sim.bind(sink)
         schedule_rolling_restarts(sim, args.rebalance_every, total_s)
         runner = SimulationRunner(sim, sink, speed=1.0).start()
+        load = None
+        if args.groups:
+            mc.create_topic(SCALE_TOPIC, args.partitions)
+            load = ScaleLoad(mc.bootstrap_servers, args.groups, args.partitions, args.commit_every, 50).start()
+            print(f"scale load: {args.groups:,} groups x {args.partitions} partitions of {SCALE_TOPIC}, each group "
+                  f"committing every {args.commit_every:g} s ({args.groups * args.partitions / args.commit_every:,.0f}"
+                  f" commits/s)", flush=True)
         config = root / "groupscope.yaml"
         config.write_text(yaml.safe_dump({
             "cluster": "soak",
@@ -210,7 +243,7 @@ def main() -> None:
         job = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--config", str(config)],
                                cwd=REPO, stdout=open(log_path, "ab"), stderr=subprocess.STDOUT,
                                start_new_session=True)
-        rows: list[tuple[float, dict[str, float], float, float, float]] = []
+        rows: list[tuple[float, dict[str, float], float, float, float, float, float]] = []
         try:
             deadline = time.monotonic() + 180
             while metric_sum(scrape(port), "groupscope_batches_total") < 5:
@@ -229,16 +262,20 @@ def main() -> None:
                     raise SystemExit(f"the job exited ({job.returncode}); its log:\n{log_path.read_text()[-3000:]}")
                 if runner.error is not None:
                     raise SystemExit(f"the simulator failed: {runner.error}")
+                if load is not None and load.error is not None:
+                    raise SystemExit(f"the scale load failed: {load.error!r}")
                 mem = sample_memory(job.pid)
                 text = scrape(port)
                 row = (i * args.interval / 60, mem, metric_sum(text, "groupscope_batches_total"),
                        metric_sum(text, "groupscope_records_decoded_total"),
-                       metric_sum(text, "kafka_consumergroup_rebalances_total"))
+                       metric_sum(text, "kafka_consumergroup_rebalances_total"),
+                       metric_sum(text, "groupscope_groups"), metric_sum(text, "groupscope_state_bytes") / 2**20)
                 rows.append(row)
                 print(f"  {row[0]:5.1f} min  driver {mem['driver']:7.1f} MB  JVM {mem['jvm']:7.1f} MB  "
                       f"workers {mem['workers']:7.1f} MB ({mem['n_workers']:.0f}; PSS {mem['workers_pss']:.0f} MB)  "
-                      f"batches {row[2]:,.0f}  "
-                      f"records {row[3]:,.0f}  rebalances {row[4]:,.0f}", flush=True)
+                      f"tree PSS {mem['total_pss']:.0f} MB  batches {row[2]:,.0f}  "
+                      f"records {row[3]:,.0f}  rebalances {row[4]:,.0f}  groups {row[5]:,.0f}  "
+                      f"state {row[6]:.1f} MB", flush=True)
         finally:
             if job.poll() is None:
                 job.send_signal(signal.SIGTERM)
@@ -249,21 +286,27 @@ def main() -> None:
                     job.wait(30)
             runner.stop()
             sink.close()
+            if load is not None:
+                load.stop()
     log_lines = log_path.read_text(errors="replace").splitlines()
     print()
-    print("| minute | driver RSS (MB) | JVM RSS (MB) | Python workers RSS (MB, count) | workers PSS (MB) | batches | "
-          "records decoded | rebalances |")
-    print("|---|---|---|---|---|---|---|---|")
-    for minute, mem, batches, records, rebalances in rows:
+    print("| minute | driver RSS (MB) | JVM RSS (MB) | Python workers RSS (MB, count) | workers PSS (MB) | "
+          "process tree PSS (MB) | batches | records decoded | rebalances | groups | state (MB) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for minute, mem, batches, records, rebalances, groups, state_mb in rows:
         print(f"| {minute:g} | {mem['driver']:.0f} | {mem['jvm']:.0f} | {mem['workers']:.0f} ({mem['n_workers']:.0f}) "
-              f"| {mem['workers_pss']:.0f} | {batches:,.0f} | {records:,.0f} | {rebalances:,.0f} |")
+              f"| {mem['workers_pss']:.0f} | {mem['total_pss']:.0f} | {batches:,.0f} | {records:,.0f} "
+              f"| {rebalances:,.0f} | {groups:,.0f} | {state_mb:.1f} |")
     print()
-    print("| process | first half (MB/min) | second half (MB/min) | verdict |")
+    print("| measure | first half (MB/min) | second half (MB/min) | verdict |")
     print("|---|---|---|---|")
-    for key, label in (("driver", "driver (Python)"), ("jvm", "JVM"), ("workers", "Python workers (RSS)"),
-                       ("workers_pss", "Python workers (PSS)")):
+    series = {"driver": "driver (Python) RSS", "jvm": "JVM RSS", "workers": "Python workers (RSS)",
+              "workers_pss": "Python workers (PSS)", "total_pss": "process tree (PSS)"}
+    for key, label in series.items():
         first, second, verdict = levels_off([(minute, mem[key]) for minute, mem, *_ in rows])
         print(f"| {label} | {first:+.2f} | {second:+.2f} | {verdict} |")
+    first, second, verdict = levels_off([(row[0], row[6]) for row in rows])
+    print(f"| job state (`groupscope_state_bytes`) | {first:+.2f} | {second:+.2f} | {verdict} |")
     print()
     print(f"job log: {len(log_lines)} lines over the run" + (f" ({log_path})" if args.keep else ""))
     if not args.keep:

@@ -77,6 +77,7 @@ class StepHealth:
     caught_up: bool
     groups: int
     step_seconds: float
+    state_bytes: int = 0  # the shard's serialized state after this batch (filled in by the stateful operator)
 
 
 @dataclass(slots=True)

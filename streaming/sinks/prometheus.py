@@ -197,6 +197,9 @@ METRICS: tuple[MetricSpec, ...] = (
        "Last stable offset of a __consumer_offsets partition as of the newest heartbeat: when it stops moving while "
        "unstable records wait, a transaction hangs."),
     _m("groupscope_groups", "gauge", "monitor", ("cluster",), "Groups known to the monitor."),
+    _m("groupscope_state_bytes", "gauge", "monitor", ("cluster",),
+       "Size of the job's serialized group state (all shards, as last written to the state store): it should level "
+       "off with the number of group-partitions, not grow with time."),
 )
 
 _SPEC = {s.name: s for s in METRICS}
@@ -218,6 +221,7 @@ class StepHealthLike(Protocol):
     offsets_last_stable: int
     heartbeat_ms: int
     caught_up: bool
+    state_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +233,7 @@ class OffsetsPartitionHealth:
     high_watermark: int = -1
     last_stable_offset: int = -1
     caught_up: bool = False
+    state_bytes: int = 0  # the shard's serialized state in the state store
 
     @property
     def behind(self) -> int | None:
@@ -291,7 +296,7 @@ class MonitorHealth:
             errors += s.decode_errors
             unknown += s.unknown_records
             parts[s.shard] = OffsetsPartitionHealth(s.shard, s.last_offset, s.offsets_high_watermark,
-                                                    s.offsets_last_stable, bool(s.caught_up))
+                                                    s.offsets_last_stable, bool(s.caught_up), s.state_bytes)
             if s.heartbeat_ms >= 0 and (heartbeat is None or s.heartbeat_ms / 1000 > heartbeat):
                 heartbeat = s.heartbeat_ms / 1000
         return replace(
@@ -651,7 +656,9 @@ class GroupscopeCollector:
                             ("groupscope_last_batch_timestamp_seconds", h.last_batch_time),
                             ("groupscope_last_heartbeat_timestamp_seconds", h.heartbeat_time),
                             ("groupscope_caught_up", 1.0 if h.caught_up else 0.0),
-                            ("groupscope_groups", len(view.groups))):
+                            ("groupscope_groups", len(view.groups)),
+                            ("groupscope_state_bytes", (sum(p.state_bytes for p in h.offsets_partitions)
+                                                        if h.offsets_partitions else None))):
             if value is not None:
                 fam[name].add_metric(c, float(value))
         if h.last_batch_time is not None:

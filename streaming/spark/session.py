@@ -37,6 +37,9 @@ DEFAULT_CONF = {
     "spark.executor.extraJavaOptions": "-Xss16m",
     "spark.sql.streaming.stopTimeout": "60s",
     "spark.sql.adaptive.enabled": "false",
+    # Task workers are forked from a daemon that has already imported pandas, pyarrow and the job's steps, so they
+    # start at once and share those pages (see streaming.spark.worker_daemon).
+    "spark.python.daemon.module": "streaming.spark.worker_daemon",
 }
 
 

@@ -9,6 +9,7 @@ unpickling of a shard that did not move).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 from streaming.job.step import SOURCE_SCHEMA, ShardStep, StepConfig
@@ -47,6 +48,7 @@ def make_state_function(config: StepConfig, timeout_ms: int | None):
             table = SOURCE_SCHEMA.empty_table()
         tables, health = step.process(table)
         new_state = step.state()
+        health = replace(health, state_bytes=len(new_state))
         _CACHE[shard] = (new_state, step)
         state.update((new_state,))
         if timeout_ms is not None:  # None: the query has no timeouts (a backfill: nothing arrives later)

@@ -505,11 +505,12 @@ def step(shard: int, **over: Any) -> StepHealth:
 def test_health_accumulates_over_batches():
     h = MonitorHealth()
     assert not h.caught_up, "nothing read yet: not ready"
-    h = h.after_batch([step(0, records=10, decode_errors=2, caught_up=False, last_offset=9),
-                       step(1, records=5, unknown_records=1)], batch_seconds=0.5, now=NOW - 5,
+    h = h.after_batch([step(0, records=10, decode_errors=2, caught_up=False, last_offset=9, state_bytes=700),
+                       step(1, records=5, unknown_records=1, state_bytes=300)], batch_seconds=0.5, now=NOW - 5,
                       input_records_per_second=30.0)
-    h = h.after_batch([step(0, records=90, heartbeat_ms=1_795_310_995_000)], batch_seconds=0.25, now=NOW,
-                      query_restarts=1)
+    h = h.after_batch([step(0, records=90, heartbeat_ms=1_795_310_995_000, state_bytes=900)], batch_seconds=0.25,
+                      now=NOW, query_restarts=1)
+    assert [p.state_bytes for p in h.offsets_partitions] == [900, 300], "a shard's newest size replaces its last"
     assert (h.records_decoded, h.decode_errors, h.unknown_records, h.batches) == (103, 2, 1, 2)
     assert (h.last_batch_seconds, h.input_records_per_second, h.last_batch_time) == (0.25, 30.0, NOW)
     assert h.heartbeat_time == 1_795_310_995.0 and h.query_restarts == 1
@@ -536,7 +537,8 @@ def test_monitor_series():
     state.apply_batch([group_row("g1"), group_row("g2")], health=MonitorHealth(
         records_decoded=1000, decode_errors=3, unknown_records=2, batches=12, query_restarts=1,
         last_batch_seconds=0.4, input_records_per_second=2500.0, last_batch_time=NOW - 1, heartbeat_time=NOW - 7.5,
-        offsets_partitions=(OffsetsPartitionHealth(0, 89, 100, 90, True), OffsetsPartitionHealth(1, 9, 50, 50, False))))
+        offsets_partitions=(OffsetsPartitionHealth(0, 89, 100, 90, True, 2048),
+                            OffsetsPartitionHealth(1, 9, 50, 50, False, 1024))))
     s = scrape(state)
     expected = {
         "groupscope_records_decoded_total": 1000, "groupscope_decode_errors_total": 3,
@@ -546,6 +548,7 @@ def test_monitor_series():
         "groupscope_heartbeat_age_seconds": 7.5,  # injected clock minus the heartbeat
         "groupscope_caught_up": 0,  # partition 1 is 40 records behind
         "groupscope_groups": 2, "groupscope_model_anomalies_total": 0,
+        "groupscope_state_bytes": 3072,  # both shards' state
     }
     assert {k: value(s, k) for k in expected} == expected
     assert value(s, "groupscope_offsets_topic_behind_records", partition="1") == 40

@@ -4,6 +4,7 @@ real ``__consumer_offsets`` records, and read-backs used as the oracle."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Iterable
@@ -120,3 +121,23 @@ def job_settings(bootstrap: str, root: Path, **over) -> Settings:
     for k, v in over.items():
         base[k] = {**base.get(k, {}), **v} if isinstance(v, dict) else v
     return load_settings(None, base)
+
+
+def worker_daemon_modules(root: int) -> set[str]:
+    """The daemon modules Spark's task workers were forked from, among the processes below ``root``: a daemon runs
+    as ``python -m DAEMON_MODULE pyspark.worker``."""
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    parents, commands = {}, {}
+    for line in listing.splitlines():
+        pid, ppid, *args = line.split()
+        parents[int(pid)], commands[int(pid)] = int(ppid), args
+
+    def below_root(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == root:
+                return True
+        return False
+
+    return {args[i + 1] for pid, args in commands.items() for i in range(len(args) - 2)
+            if args[i] == "-m" and args[i + 2] == "pyspark.worker" and below_root(pid)}

@@ -6,6 +6,7 @@ the group model."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from contextlib import ExitStack
@@ -19,7 +20,8 @@ from streaming.job.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
 from .standalone import executor_count, standalone_cluster
-from .harness import HEARTBEAT, OFFSETS, capture_rows, fill_topic, job_settings, oracle_model, produce_capture, read_committed
+from .harness import (HEARTBEAT, OFFSETS, capture_rows, fill_topic, job_settings, oracle_model, produce_capture,
+                      read_committed, worker_daemon_modules)
 
 pytestmark = pytest.mark.spark
 
@@ -85,12 +87,17 @@ def _run_job(settings, *, standalone: bool):
             last = job.status.last_batch
             return last is not None and last.health and all(h.caught_up for h in last.health) and job.status.batches > 3
         wait_for(caught_up, 240, "the job to catch up")
+        state_bytes = sum(h.state_bytes for h in job.status.last_batch.health)
+        forked_from = worker_daemon_modules(os.getpid())
         time.sleep(3)  # a few more batches: periodic group and lag snapshots
     finally:
         job.request_stop()
         job.stop()
     # The commits table's data files were written by the executors, not the driver.
     assert sum(executor_files) > 0, "no batch carried executor-written commit files"
+    assert state_bytes > 0, "the shards report the size of the state they wrote"
+    if not standalone:  # a standalone cluster's executors are the workers' children, not this process's
+        assert "streaming.spark.worker_daemon" in forked_from, f"task workers came from {forked_from}"
     return settings, DeltaSink(settings.delta.path, app_id=f"groupscope-{settings.cluster}")
 
 

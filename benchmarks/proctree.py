@@ -1,0 +1,133 @@
+"""Memory of a process tree (the job, its JVM, Spark's Python workers), read from /proc (Linux).
+
+Two measures, because they answer different questions:
+
+- RSS, each process's resident pages. Summed over a tree it counts a page once per process that maps it, so
+  workers forked from one daemon (which share the daemon's imported libraries copy-on-write) are counted as if
+  each had its own copy.
+- PSS, proportional set size: each shared page divided among the processes sharing it. Summed over a tree it is
+  the physical memory the tree holds, which is what a container's memory limit charges and what the memory
+  targets are about.
+
+Read directly from /proc: a handful of fields from three files, not worth a dependency for the benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+__all__ = ["children", "tree", "kind", "rss_bytes", "pss_bytes", "MemorySampler"]
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def children() -> dict[int, list[int]]:
+    """Every process's children, by parent pid."""
+    out: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        out.setdefault(ppid, []).append(int(entry.name))
+    return out
+
+
+def tree(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    kids = children()
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def kind(pid: int, root: int) -> str:
+    """What a process of the job's tree is: the driver, the JVM, a Spark Python worker (or daemon), other."""
+    if pid == root:
+        return "driver (Python)"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "other"
+    if "java" in cmd.split(" ", 1)[0] or " org.apache.spark" in cmd:
+        return "JVM"
+    if "daemon" in cmd or "pyspark" in cmd:
+        return "Python workers"
+    return "other"
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def pss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+@dataclass
+class MemorySampler:
+    """Peak RSS and peak PSS of a process tree, per kind of process and summed within one sample."""
+
+    root: int
+    every_s: float = 0.25
+    peak_total: int = 0  # RSS
+    peak_sample: dict[str, int] = field(default_factory=dict)
+    peak_by_kind: dict[str, int] = field(default_factory=dict)
+    peak_pss_total: int = 0
+    peak_pss_sample: dict[str, int] = field(default_factory=dict)
+    peak_workers: int = 0
+    samples: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> "MemorySampler":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> None:
+        rss: dict[str, int] = {}
+        pss: dict[str, int] = {}
+        workers = 0
+        for pid in tree(self.root):
+            k = kind(pid, self.root)
+            rss[k] = rss.get(k, 0) + rss_bytes(pid)
+            pss[k] = pss.get(k, 0) + pss_bytes(pid)
+            workers += k == "Python workers"
+        self.samples += 1
+        if sum(rss.values()) > self.peak_total:
+            self.peak_total, self.peak_sample = sum(rss.values()), rss
+        if sum(pss.values()) > self.peak_pss_total:
+            self.peak_pss_total, self.peak_pss_sample = sum(pss.values()), pss
+        for k, value in rss.items():
+            self.peak_by_kind[k] = max(self.peak_by_kind.get(k, 0), value)
+        self.peak_workers = max(self.peak_workers, workers)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every_s)

@@ -1,0 +1,104 @@
+"""Spark's Python worker daemon, with the workers' heavy imports done once, before it forks.
+
+Spark starts one daemon process per kind of Python worker and forks a worker from it for each task slot it needs.
+PySpark's own daemon imports nothing before forking, so every worker imports pandas, pyarrow, numpy, PySpark's
+Arrow serializers and groupscope's steps itself: about 0.35 s of CPU and 100 MB of private memory per worker, paid
+again by every worker the job forks (up to a dozen in a catch-up, on a machine whose cores are what the catch-up
+is short of). This daemon imports them once; the forked workers share those pages copy-on-write, start in
+milliseconds, and only what a worker allocates for its data is its own.
+
+Why PySpark does not do this itself: a process that forks while another of its threads holds a lock hands the
+child a lock nobody will release. numpy starts an OpenBLAS thread pool on import and pyarrow's bundled jemalloc
+a background thread. Both are turned off here before the imports (one BLAS thread, no jemalloc background thread;
+neither is used by the workers' code), and the daemon checks that it is still single-threaded before it serves a
+fork: if anything else started a thread, it replaces itself with PySpark's plain daemon (same process, same pipes
+to the JVM), so the job runs as it would without preloading rather than risk a deadlocked worker.
+
+Only the daemon of the task workers (``pyspark.worker``) preloads. Spark also starts daemons for planning a Python
+data source (looking it up, creating it, planning a read); those run once or twice per query, and preloading
+there would only make three idle processes bigger.
+
+Selected by ``spark.python.daemon.module`` (see :mod:`streaming.spark.session`); the executors of a cluster run it
+too, so groupscope must be installed where they run, as it already must be for the job's functions.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import sys
+
+__all__ = ["PRELOADED_MODULES", "preload", "main"]
+
+TASK_WORKER_MODULE = "pyspark.worker"
+
+# What a task worker of the job imports: PySpark's worker and Arrow serializers, the libraries under them, and the
+# job's own functions (unpickled by reference in every task). Listed rather than discovered so the daemon never
+# runs more than imports before it forks.
+PRELOADED_MODULES = (
+    "numpy",
+    "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.ipc",
+    "pandas",
+    "pyspark.worker",
+    "pyspark.sql.pandas.serializers",
+    "pyspark.sql.pandas.types",
+    "pyspark.sql.streaming.state",
+    "streaming.spark.stateful",
+    "streaming.spark.source",
+    "streaming.spark.segment_source",
+    "streaming.job.bulk_files",
+)
+
+# Thread pools some of those libraries would otherwise start on import. Both stay off in the workers too: their
+# code uses no BLAS, and Arrow's default memory pool is not jemalloc.
+_SINGLE_THREADED_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+    "ARROW_DEFAULT_MEMORY_POOL": "system",
+}
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # no /proc: cannot check, so do not preload
+        return -1
+
+
+def preload(modules: tuple[str, ...] = PRELOADED_MODULES) -> bool:
+    """Imports ``modules`` and says whether the process is still single-threaded (safe to fork).
+
+    A module that fails to import is skipped: the worker that needs it imports it after the fork and reports
+    the error in its task, where Spark shows it.
+    """
+    if _thread_count() != 1:
+        return False
+    for name, value in _SINGLE_THREADED_ENV.items():
+        os.environ.setdefault(name, value)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - see the docstring: the worker reports it
+            continue
+    # Objects that exist now live as long as the daemon; moving them out of the collector's sight keeps the
+    # children from writing to (and so copying) their pages every time they collect.
+    gc.collect()
+    gc.freeze()
+    return _thread_count() == 1
+
+
+def main() -> None:
+    worker_module = sys.argv[1] if len(sys.argv) > 1 else TASK_WORKER_MODULE
+    if worker_module == TASK_WORKER_MODULE and not preload():
+        # Something started a thread: forking now is what PySpark's daemon avoids. Become that daemon instead.
+        os.execv(sys.executable, [sys.executable, "-m", "pyspark.daemon", *sys.argv[1:]])
+    from pyspark import daemon
+
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    main()
