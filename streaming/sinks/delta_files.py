@@ -9,7 +9,7 @@ transaction ``(app_id, batch_id)`` as every other table (``delta.DeltaSink.commi
 a batch replayed after a crash writes new files, the driver sees that the batch already reached the table and
 does not commit them, and they are never part of the table (vacuum removes such unreferenced files).
 
-Plain pyarrow, no Spark: the Spark side only calls :func:`write_data_files` from its ``mapInArrow`` function.
+Plain pyarrow, no Spark: the Spark side only calls :func:`write_data_files` from its stateful function.
 """
 
 from __future__ import annotations

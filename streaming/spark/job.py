@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from functools import partial
 
 from streaming.job.batch_sink import BatchSink
-from streaming.job.bulk_files import write_bulk_tables
+from streaming.job.bulk_files import BulkWrite
 from ..config import Settings
 from ..model.verdicts import RebalanceConfig
 from ..model.rules import Thresholds
@@ -119,26 +118,23 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
     # backfill has no clock to follow, and Spark's available-now trigger would never end while timeouts are due.
     timeout_ms = None if segments is not None else \
         int(max(settings.model.snapshot_interval_seconds, settings.heartbeat.interval_seconds) * 2000)
+    bulk = executor_written_tables(settings, sink)
+    bulk_write = None
+    if bulk:
+        sink.delta.prepare_append_tables(sorted(bulk))
+        bulk_write = BulkWrite(sink.delta.root, bulk, also_to_driver=(frozenset({"lag"})
+                                                                      if settings.partition_rows_on_driver
+                                                                      else frozenset()))
+        log.info("executors write the data files of %s; the driver commits them", ", ".join(sorted(bulk)))
     out = keyed.groupBy("shard").applyInPandasWithState(
-        make_state_function(step_config(settings), timeout_ms),
+        make_state_function(step_config(settings), timeout_ms, bulk_write),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout if timeout_ms is None else GroupStateTimeout.ProcessingTimeTimeout,
     )
 
-    bulk = executor_written_tables(settings, sink)
-    if bulk:
-        sink.delta.prepare_append_tables(sorted(bulk))
-        write = partial(write_bulk_tables, delta_root=sink.delta.root, tables=bulk,
-                        also_to_driver=frozenset({"lag"}) if settings.partition_rows_on_driver else frozenset())
-        log.info("executors write the data files of %s; the driver commits them", ", ".join(sorted(bulk)))
-
     def foreach_batch(df, batch_id: int) -> None:
-        if bulk:
-            # One action over the step's output: the executors write the bulk tables' files and send back their
-            # add actions with the remaining (small) payloads.
-            df = df.mapInArrow(write, df.schema)
         # Arrow, not Row objects: the payloads (Arrow IPC of the shard steps' tables) reach the driver as buffers.
         out = df.toArrow()
         rows = list(zip(out.column("shard").to_pylist(), out.column("kind").to_pylist(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
+from streaming.job.bulk_files import BulkWrite, step_rows
 from streaming.job.step import SOURCE_SCHEMA, ShardStep, StepConfig
 
 __all__ = ["OUTPUT_DDL", "STATE_DDL", "make_state_function"]
@@ -22,12 +23,14 @@ STATE_DDL = "state binary"
 _CACHE: dict[int, tuple[bytes, ShardStep]] = {}
 
 
-def make_state_function(config: StepConfig, timeout_ms: int | None):
+def make_state_function(config: StepConfig, timeout_ms: int | None, bulk: BulkWrite | None = None):
+    """``bulk``: the tables this function writes as Delta data files itself (see :mod:`streaming.job.bulk_files`)."""
+
     def run_shard(key, chunks: Iterator, state) -> Iterator:
         import pandas as pd
         import pyarrow as pa
 
-        from streaming.job.batch_sink import encode_health, encode_table
+        from streaming.job.batch_sink import encode_health
         from streaming.job.packed import unpack
 
         shard = int(key[0])
@@ -53,7 +56,7 @@ def make_state_function(config: StepConfig, timeout_ms: int | None):
         state.update((new_state,))
         if timeout_ms is not None:  # None: the query has no timeouts (a backfill: nothing arrives later)
             state.setTimeoutDuration(timeout_ms)
-        rows = [(shard, name, encode_table(t)) for name, t in tables.items()]
+        rows = step_rows(shard, tables, bulk)
         rows.append((shard, "health", encode_health(health)))
         yield pd.DataFrame(rows, columns=["shard", "kind", "payload"])
 

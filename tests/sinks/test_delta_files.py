@@ -1,7 +1,7 @@
 """Data files written away from the driver and committed by it: the rows read back are the rows written, once.
 
-The executor side (``job.bulk_files.write_bulk_tables``) is driven here with the step's real output format, without
-Spark; the job's end-to-end test runs the same path on local Spark and on a standalone cluster.
+The executor side (``job.bulk_files.BulkWrite``) is driven here with the step's real output tables, without Spark;
+the job's end-to-end test runs the same path on local Spark and on a standalone cluster.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import pyarrow as pa
 
 from streaming.job.batch_sink import BatchSink, encode_table
-from streaming.job.bulk_files import write_bulk_tables
+from streaming.job.bulk_files import BulkWrite, step_rows
 from streaming.schema.tables import COMMITS, TABLES
 from streaming.sinks.delta import DeltaSink
 
@@ -32,16 +32,10 @@ def _commits(shard: int, n: int, day: dt.date) -> pa.Table:
     }, schema=COMMITS)
 
 
-def _step_output(rows: list[tuple[int, str, bytes]]) -> pa.RecordBatch:
-    schema = pa.schema([("shard", pa.int32()), ("kind", pa.string()), ("payload", pa.binary())])
-    return pa.RecordBatch.from_arrays([pa.array([r[0] for r in rows], pa.int32()), pa.array([r[1] for r in rows]),
-                                       pa.array([r[2] for r in rows], pa.binary())], schema=schema)
-
-
-def _run_batch(sink: DeltaSink, batch_id: int, step_rows: list[tuple[int, str, bytes]]):
-    out = list(write_bulk_tables([_step_output(step_rows)], delta_root=sink.root, tables=frozenset({"commits"})))
-    rows = [(s, k, p) for b in out for s, k, p in zip(b.column("shard").to_pylist(), b.column("kind").to_pylist(),
-                                                        b.column("payload").to_pylist())]
+def _run_batch(sink: DeltaSink, batch_id: int, outputs: dict[int, dict[str, pa.Table]]):
+    """Each shard's step output through the executor side, then the driver's commit."""
+    bulk = BulkWrite(sink.root, frozenset({"commits"}))
+    rows = [row for shard, tables in outputs.items() for row in step_rows(shard, tables, bulk)]
     return rows, BatchSink(delta=sink).handle(batch_id, rows)
 
 
@@ -50,8 +44,8 @@ def test_executor_written_commits_are_committed_once_and_read_back_exactly(tmp_p
     sink.prepare_append_tables(["commits"])
     a = _commits(3, 40, dt.date(2026, 11, 23))
     b = pa.concat_tables([_commits(7, 25, dt.date(2026, 11, 23)), _commits(7, 5, dt.date(2026, 11, 24))])
-    step_rows = [(3, "commits", encode_table(a)), (7, "commits", encode_table(b)), (3, "health", b"{}")]
-    rows, result = _run_batch(sink, 0, [r for r in step_rows if r[1] != "health"])
+    outputs = {3: {"commits": a}, 7: {"commits": b}}
+    rows, result = _run_batch(sink, 0, outputs)
 
     # Only add actions travel on: no commits payload reaches the driver.
     assert {k for _s, k, _p in rows} == {"files:commits"}
@@ -65,11 +59,11 @@ def test_executor_written_commits_are_committed_once_and_read_back_exactly(tmp_p
     assert got.cast(TABLES["commits"]).to_pylist() == want.to_pylist()
 
     # The same batch again (a replay after a crash): new files are written but never committed.
-    _rows, again = _run_batch(sink, 0, step_rows[:2])
+    _rows, again = _run_batch(sink, 0, outputs)
     assert again.written == {"commits": 0}
     assert sink.read("commits").num_rows == 70
     # The next batch is committed.
-    _rows, nxt = _run_batch(sink, 1, [(3, "commits", encode_table(_commits(3, 4, dt.date(2026, 11, 24))))])
+    _rows, nxt = _run_batch(sink, 1, {3: {"commits": _commits(3, 4, dt.date(2026, 11, 24))}})
     assert nxt.written == {"commits": 4}
     assert sink.read("commits").num_rows == 74
 
@@ -77,10 +71,11 @@ def test_executor_written_commits_are_committed_once_and_read_back_exactly(tmp_p
 def test_rows_the_driver_needs_are_passed_on_as_well(tmp_path):
     sink = DeltaSink(tmp_path / "delta", app_id="t")
     sink.prepare_append_tables(["commits"])
-    payload = encode_table(_commits(1, 3, dt.date(2026, 11, 24)))
-    out = list(write_bulk_tables([_step_output([(1, "commits", payload), (1, "groups", b"x")])],
-                                 delta_root=sink.root, tables=frozenset({"commits"}),
-                                 also_to_driver=frozenset({"commits"})))
-    kinds = out[0].column("kind").to_pylist()
-    assert kinds == ["files:commits", "commits", "groups"]
-    assert out[0].column("payload").to_pylist()[1] == payload
+    commits = _commits(1, 3, dt.date(2026, 11, 24))
+    groups = pa.table({"group_id": ["g1"]})
+    out = step_rows(1, {"commits": commits, "groups": groups},
+                    BulkWrite(sink.root, frozenset({"commits"}), also_to_driver=frozenset({"commits"})))
+    assert [kind for _shard, kind, _payload in out] == ["files:commits", "commits", "groups"]
+    assert out[1][2] == encode_table(commits) and out[2][2] == encode_table(groups)
+    # Without a bulk write every table travels as a payload.
+    assert step_rows(1, {"commits": commits}) == [(1, "commits", encode_table(commits))]
