@@ -309,6 +309,10 @@ def overview() -> db.Dashboard:
                         q(f"increase(groupscope_batches_total{{{mon}}}[$__rate_interval])", "batches"),
                         q(f"increase(groupscope_query_restarts_total{{{mon}}}[$__rate_interval])", "restarts"),
                         bars=True, span=8))
+    d = d.with_panel(ts(ids, "Group state size", "The job's serialized group state, all shards, as last written to "
+                        "Spark's state store. It grows with the group-partitions tracked and should level off for a "
+                        "steady set of groups; steady growth means state that is never dropped.",
+                        q(f"groupscope_state_bytes{{{mon}}}", "state"), unit="bytes", span=16))
     return d
 
 
