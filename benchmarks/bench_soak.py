@@ -243,7 +243,7 @@ def main() -> None:
         job = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--config", str(config)],
                                cwd=REPO, stdout=open(log_path, "ab"), stderr=subprocess.STDOUT,
                                start_new_session=True)
-        rows: list[tuple[float, dict[str, float], float, float, float, float, float]] = []
+        rows: list[tuple[float, dict[str, float], float, float, float, float, float, float, float]] = []
         try:
             deadline = time.monotonic() + 180
             while metric_sum(scrape(port), "groupscope_batches_total") < 5:
@@ -269,13 +269,16 @@ def main() -> None:
                 row = (i * args.interval / 60, mem, metric_sum(text, "groupscope_batches_total"),
                        metric_sum(text, "groupscope_records_decoded_total"),
                        metric_sum(text, "kafka_consumergroup_rebalances_total"),
-                       metric_sum(text, "groupscope_groups"), metric_sum(text, "groupscope_state_bytes") / 2**20)
+                       metric_sum(text, "groupscope_groups"), metric_sum(text, "groupscope_state_bytes") / 2**20,
+                       # keeping up: records of __consumer_offsets not read yet, and how long the last batch took
+                       metric_sum(text, "groupscope_offsets_topic_behind_records"),
+                       metric_sum(text, "groupscope_batch_duration_seconds"))
                 rows.append(row)
                 print(f"  {row[0]:5.1f} min  driver {mem['driver']:7.1f} MB  JVM {mem['jvm']:7.1f} MB  "
                       f"workers {mem['workers']:7.1f} MB ({mem['n_workers']:.0f}; PSS {mem['workers_pss']:.0f} MB)  "
                       f"tree PSS {mem['total_pss']:.0f} MB  batches {row[2]:,.0f}  "
                       f"records {row[3]:,.0f}  rebalances {row[4]:,.0f}  groups {row[5]:,.0f}  "
-                      f"state {row[6]:.1f} MB", flush=True)
+                      f"state {row[6]:.1f} MB  behind {row[7]:,.0f}  last batch {row[8]:.1f} s", flush=True)
         finally:
             if job.poll() is None:
                 job.send_signal(signal.SIGTERM)
@@ -291,12 +294,13 @@ def main() -> None:
     log_lines = log_path.read_text(errors="replace").splitlines()
     print()
     print("| minute | driver RSS (MB) | JVM RSS (MB) | Python workers RSS (MB, count) | workers PSS (MB) | "
-          "process tree PSS (MB) | batches | records decoded | rebalances | groups | state (MB) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for minute, mem, batches, records, rebalances, groups, state_mb in rows:
+          "process tree PSS (MB) | batches | records decoded | rebalances | groups | state (MB) | behind (records) "
+          "| last batch (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for minute, mem, batches, records, rebalances, groups, state_mb, behind, batch_s in rows:
         print(f"| {minute:g} | {mem['driver']:.0f} | {mem['jvm']:.0f} | {mem['workers']:.0f} ({mem['n_workers']:.0f}) "
               f"| {mem['workers_pss']:.0f} | {mem['total_pss']:.0f} | {batches:,.0f} | {records:,.0f} "
-              f"| {rebalances:,.0f} | {groups:,.0f} | {state_mb:.1f} |")
+              f"| {rebalances:,.0f} | {groups:,.0f} | {state_mb:.1f} | {behind:,.0f} | {batch_s:.1f} |")
     print()
     print("| measure | first half (MB/min) | second half (MB/min) | verdict |")
     print("|---|---|---|---|")
