@@ -10,6 +10,13 @@ file they list and open. Maintenance bounds both:
 * ``create_checkpoint()`` + ``cleanup_metadata()`` fold the log into a checkpoint and delete log entries older than
   ``log_retention_hours`` (Delta's ``delta.logRetentionDuration``, set on the table).
 
+A replaced file stays in the log as a tombstone for Delta's ``delta.deletedFileRetentionDuration`` (a week unless
+set), carried from checkpoint to checkpoint, and vacuum goes over every tombstone again at each pass. At one pass
+every 15 minutes that is tens of thousands of tombstones a day for the ``commits`` table alone: the pass grew
+longer with each run, and its "vacuumed" count kept the files of every earlier pass. The table property is set to
+``vacuum_retention_hours``: a tombstone expires when vacuum may delete its file, the next checkpoint drops it, and
+each pass handles (and reports) only what was replaced since the last one.
+
 None of these touches the per-batch app transactions (``txn`` actions) that make the writes exactly once: compaction
 and vacuum commit without them, and a checkpoint carries the latest transaction of every app id, so a batch
 replayed after maintenance is still recognised (tests/sinks/test_delta_maintenance.py checks it).
@@ -40,6 +47,7 @@ __all__ = ["DeltaMaintenance", "TableMaintenance", "maintain_table"]
 log = logging.getLogger("groupscope.delta")
 
 _LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
+_TOMBSTONE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 
 
 @dataclass
@@ -78,9 +86,11 @@ def maintain_table(path: str, settings: DeltaMaintenanceSettings, *, name: str |
     report.files_before = len(dt.file_uris())
     metrics = dt.optimize.compact(target_size=settings.target_file_size_mb * 1024 * 1024)
     report.files_compacted = int(metrics.get("numFilesRemoved", 0))
-    wanted = _interval(settings.log_retention_hours)
-    if dt.metadata().configuration.get(_LOG_RETENTION_PROPERTY) != wanted:
-        dt.alter.set_table_properties({_LOG_RETENTION_PROPERTY: wanted}, raise_if_not_exists=False)
+    wanted = {_LOG_RETENTION_PROPERTY: _interval(settings.log_retention_hours),
+              _TOMBSTONE_RETENTION_PROPERTY: _interval(settings.vacuum_retention_hours)}
+    configuration = dt.metadata().configuration
+    if any(configuration.get(key) != value for key, value in wanted.items()):
+        dt.alter.set_table_properties(wanted, raise_if_not_exists=False)
     # The retention is the operator's choice (it may be below Delta's 7-day safety default on purpose).
     report.files_vacuumed = len(dt.vacuum(retention_hours=settings.vacuum_retention_hours, dry_run=False,
                                           enforce_retention_duration=False))
