@@ -44,11 +44,6 @@ DEFAULT_CONF = {
     # Task workers are forked from a daemon that has already imported pandas, pyarrow and the job's steps, so they
     # start at once and share those pages (see streaming.spark.worker_daemon).
     "spark.python.daemon.module": "streaming.spark.worker_daemon",
-    # ...and each task gets a fresh one, which returns its memory when the task ends. Reused workers each kept the
-    # peak of the largest batch they had served, and the three processes Spark starts to plan the Python data
-    # source stayed resident after their one use: about 250 MB of a 5M-record catch-up's peak. A fork from the
-    # preloaded daemon costs milliseconds, a few per batch.
-    "spark.python.worker.reuse": "false",
 }
 
 
