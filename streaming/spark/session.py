@@ -32,12 +32,8 @@ DEFAULT_CONF = {
     "spark.driver.maxResultSize": "0",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-    # Stopping a streaming query in Spark 4 can overflow the default thread stack (-Xss16m). In local mode the
-    # driver's JVM also runs the tasks, and its heap holds little for long (chunks of packed records in flight, a
-    # few MB of state): the serial collector starting from a 64 MB heap grows it only as far as the batches need,
-    # where G1 kept 0.4-0.8 GB more committed from one run to the next on the 5M-record catch-up
-    # (benchmarks/README.md). Executors of a cluster keep the JVM's default collector.
-    "spark.driver.extraJavaOptions": "-Xss16m -XX:+UseSerialGC -Xms64m",
+    # Stopping a streaming query in Spark 4 can overflow the default thread stack.
+    "spark.driver.extraJavaOptions": "-Xss16m",
     "spark.executor.extraJavaOptions": "-Xss16m",
     "spark.sql.streaming.stopTimeout": "60s",
     "spark.sql.adaptive.enabled": "false",
