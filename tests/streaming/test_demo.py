@@ -117,10 +117,19 @@ def _demo_args(*extra: str) -> list[str]:
     return [sys.executable, "-m", "streaming.commands.cli", "demo", "--metrics-port", "0", *extra]
 
 
+def _as_a_shell_starts_a_foreground_job() -> None:
+    """Ctrl-C and Ctrl-\\ at their defaults, as a shell sets them for a job it starts in the foreground: a test run
+    launched in the background (where SIGINT is ignored, and children inherit that) must still meet the demo as a
+    person at a terminal does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def start_in_terminal(tmp_path, *extra: str) -> Run:
     primary, secondary = pty.openpty()
     proc = subprocess.Popen(_demo_args(*extra), cwd=tmp_path, stdin=secondary, stdout=secondary, stderr=secondary,
-                            env=_env(tmp_path), close_fds=True, start_new_session=True)
+                            env=_env(tmp_path), close_fds=True, start_new_session=True,
+                            preexec_fn=_as_a_shell_starts_a_foreground_job)
     os.close(secondary)
     return Run(proc, time.monotonic(), fd=primary)
 
@@ -156,6 +165,8 @@ def ctrl_c(run: Run) -> None:
     pump(run, lambda _: False, 20)
     try:
         run.proc.wait(20)
+    except subprocess.TimeoutExpired:
+        pass  # killed below; assert_clean_stop reports it with what the terminal showed
     finally:
         if run.proc.poll() is None:
             os.killpg(run.proc.pid, signal.SIGKILL)
