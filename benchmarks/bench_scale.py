@@ -60,7 +60,9 @@ def main() -> None:
     first = time.perf_counter() - t
     state = step.state()
     # A steady-state batch: a heartbeat (every group re-evaluated) and one commit per group.
+    t = time.perf_counter()
     step2 = ShardStep(shard, StepConfig(), state)
+    restore = time.perf_counter() - t
     later = []
     for g in range(per_shard):
         k, v = encode_record(new_offset_commit(f"group-{g}", f"topic-{g % 50}", 0, 1500, commit_timestamp=ts + 9000))
@@ -80,7 +82,7 @@ def main() -> None:
     print(f"one shard: {per_shard} groups x {args.partitions} partitions = {gp:,} group-partitions")
     print(f"  first batch ({len(rows):,} commits + heartbeat): {first:.2f} s")
     print(f"  steady batch (heartbeat re-evaluates every group, {per_shard} commits): {steady:.2f} s, "
-          f"state serialization {ser:.2f} s")
+          f"state serialization {ser:.2f} s, restore from the state bytes {restore:.2f} s")
     print(f"  serialized state: {len(state):,} bytes = {len(state) / gp:.1f} bytes per group-partition")
     total = args.groups * args.partitions
     print(f"whole job, {args.groups:,} groups x {args.partitions} partitions = {total:,} group-partitions over "

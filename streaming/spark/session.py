@@ -32,14 +32,25 @@ DEFAULT_CONF = {
     "spark.driver.maxResultSize": "0",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-    # Stopping a streaming query in Spark 4 can overflow the default thread stack.
-    "spark.driver.extraJavaOptions": "-Xss16m",
+    # Stopping a streaming query in Spark 4 can overflow the default thread stack (-Xss16m). In local mode the
+    # driver's JVM also runs the tasks, and its heap holds little for long (chunks of packed records in flight, a
+    # few MB of state): the serial collector starting from a 64 MB heap grows it only as far as the batches need,
+    # where G1 kept 0.4-0.8 GB more committed from one run to the next on the 5M-record catch-up
+    # (benchmarks/README.md). Executors of a cluster keep the JVM's default collector.
+    "spark.driver.extraJavaOptions": "-Xss16m -XX:+UseSerialGC -Xms64m",
     "spark.executor.extraJavaOptions": "-Xss16m",
     "spark.sql.streaming.stopTimeout": "60s",
     "spark.sql.adaptive.enabled": "false",
     # Task workers are forked from a daemon that has already imported pandas, pyarrow and the job's steps, so they
     # start at once and share those pages (see streaming.spark.worker_daemon).
     "spark.python.daemon.module": "streaming.spark.worker_daemon",
+    # ...and each task gets a fresh one, which returns its memory when the task ends. Reused workers each kept the
+    # peak of the largest batch they had served, and the three processes Spark starts to plan the Python data
+    # source stayed resident after their one use: about 250 MB of a 5M-record catch-up's peak. A fork from the
+    # preloaded daemon costs milliseconds; what a fresh worker gives up is the step kept from the last batch
+    # (streaming.spark.stateful), and restoring a shard from its state bytes instead costs about 10 ms per 20,000
+    # group-partitions (benchmarks/bench_scale.py).
+    "spark.python.worker.reuse": "false",
 }
 
 

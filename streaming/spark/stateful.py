@@ -2,9 +2,10 @@
 
 Thin on purpose: it turns Spark's pandas chunks into one Arrow table (unpacking the source's packed chunks, see
 :mod:`streaming.job.packed`), restores the shard's state, runs the step and
-returns the step's output tables as Arrow IPC payloads. Python workers are reused across batches, so the last
-restored step is kept per shard and reused when Spark hands back exactly the state bytes it last produced (no
-unpickling of a shard that did not move).
+returns the step's output tables as Arrow IPC payloads. Where Python workers are reused across batches
+(``spark.python.worker.reuse: true``; groupscope's default is a fresh worker per task, see
+:mod:`streaming.spark.session`), the last restored step is kept per shard and reused when Spark hands back exactly
+the state bytes it last produced (no unpickling of a shard that did not move).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Spark's Python worker daemon, with the workers' heavy imports done once, before it forks.
 
-Spark starts one daemon process per kind of Python worker and forks a worker from it for each task slot it needs.
+Spark starts one daemon process per kind of Python worker and forks a worker from it for each task (groupscope
+turns worker reuse off, so a worker's memory goes back to the system when its task ends).
 PySpark's own daemon imports nothing before forking, so every worker imports pandas, pyarrow, numpy, PySpark's
 Arrow serializers and groupscope's steps itself: about 0.35 s of CPU and 100 MB of private memory per worker, paid
-again by every worker the job forks (up to a dozen in a catch-up, on a machine whose cores are what the catch-up
-is short of). This daemon imports them once; the forked workers share those pages copy-on-write, start in
+again by every worker the job forks (one per task without reuse, on a machine whose cores are what a catch-up is
+short of). This daemon imports them once; the forked workers share those pages copy-on-write, start in
 milliseconds, and only what a worker allocates for its data is its own.
 
 Why PySpark does not do this itself: a process that forks while another of its threads holds a lock hands the
@@ -46,6 +47,8 @@ PRELOADED_MODULES = (
     "pyspark.sql.pandas.serializers",
     "pyspark.sql.pandas.types",
     "pyspark.sql.streaming.state",
+    "pyspark.testing.utils",  # imported by GroupState.update on every call
+    "pyarrow.pandas_compat",  # imported by the first Arrow <-> pandas conversion
     "streaming.spark.stateful",
     "streaming.spark.source",
     "streaming.spark.segment_source",
