@@ -6,6 +6,8 @@
 * :func:`resume_line`: "resumed from checkpoint at batch N, R records behind" (or where a first start begins).
 * :class:`CatchUpWatch`: "caught up after S s" once, when every ``__consumer_offsets`` partition has been read up
   to its last stable offset for the first time since the start.
+* :class:`BatchStallWatch`: one warning when no micro-batch has completed for as long as ``/ready`` allows (with
+  what Spark says the query is doing), and one line when batches come again.
 * :func:`query_error_line`: the one line of a failed query's error that says what failed.
 """
 
@@ -16,9 +18,9 @@ import logging
 import re
 import time
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-__all__ = ["CatchUpWatch", "checkpoint_position", "query_error_line", "resume_line"]
+__all__ = ["BatchStallWatch", "CatchUpWatch", "checkpoint_position", "query_error_line", "resume_line"]
 
 
 def checkpoint_position(checkpoint: str, offsets_topic: str) -> tuple[int, dict[int, int]] | None:
@@ -87,6 +89,46 @@ class CatchUpWatch:
                              "stable offset", time.monotonic() - self.started, self.shards)
             return True
         return False
+
+
+class BatchStallWatch:
+    """Says, once, when a running query has completed no micro-batch for ``limit_s``, and once when one completes
+    again.
+
+    A query that hangs (a task or a call into Kafka that never returns) does not fail, so nothing else would be
+    logged while every metric silently stops moving; ``/ready`` already turns 503 after the same time
+    (``metrics.ready_max_batch_age_seconds``), and this line is what a person reading the log needs beside it:
+    how long, what Spark says the query is doing, and what to do. The supervisor calls :meth:`look` every poll
+    and :meth:`batch_completed` after each batch; both take the monotonic clock's ``now``."""
+
+    def __init__(self, limit_s: float, logger: logging.Logger | logging.LoggerAdapter, *,
+                 started: float | None = None) -> None:
+        self.limit_s = limit_s
+        self.logger = logger
+        self.last_batch = time.monotonic() if started is None else started
+        self.stalled_since: float | None = None
+
+    def batch_completed(self, now: float) -> None:
+        if self.stalled_since is not None:
+            self.logger.info("micro-batches complete again after %.0f s without one", now - self.last_batch)
+            self.stalled_since = None
+        self.last_batch = now
+
+    def look(self, now: float, doing: Callable[[], str | None]) -> bool:
+        """``doing``: asked only when the warning is due, Spark's status message for the query
+        (``StreamingQuery.status["message"]``). True when this look logged the warning."""
+        if self.stalled_since is not None or now - self.last_batch < self.limit_s:
+            return False
+        self.stalled_since = now
+        try:
+            message = doing()
+        except Exception as exc:  # noqa: BLE001 - the warning matters more than the detail
+            message = f"status unavailable: {exc}"
+        self.logger.warning("no micro-batch completed for %.0f s (Spark: %s); /ready says 503. If this lasts, "
+                            "restart the job (the checkpoint resumes where the last batch ended); a JVM thread dump "
+                            "(jcmd <pid> Thread.print) shows where it waits", now - self.last_batch,
+                            message or "no status")
+        return True
 
 
 def query_error_line(error: str, limit: int = 300) -> str:

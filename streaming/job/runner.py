@@ -67,6 +67,7 @@ class ClusterRun:
         self.maintenance = None  # DeltaMaintenance: compaction, checkpoint, vacuum in the background
         self.plan = None
         self.catch_up = None  # CatchUpWatch: "caught up after S s", once per start
+        self.stall = None  # BatchStallWatch: "no micro-batch completed for S s", once per stall
         self.emitter = None
         self.query = None
         self.prepared = False
@@ -193,12 +194,17 @@ class ClusterRun:
         if self.several:  # each cluster's jobs in a pool of their own: a busy cluster cannot starve the others
             spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.name)
         self.query = start_query(spark, self.settings, self.plan, self.sink, query_name=self.query_name)
+        from streaming.job.progress import BatchStallWatch
+
+        self.stall = BatchStallWatch(self.settings.metrics.ready_max_batch_age_seconds, self.log)
 
     def after_batch(self, result: BatchResult) -> None:
         self.status.batches += 1
         if self.catch_up is not None:
             self.catch_up.after_batch(result.health)
         self.status.last_batch = result
+        if self.stall is not None:
+            self.stall.batch_completed(time.monotonic())
         if self.maintenance is not None:
             self.maintenance.after_batch(result.batch_id)
 
@@ -224,6 +230,8 @@ class ClusterRun:
             self.query = None
             self._later(now)
             return
+        if self.stall is not None:
+            self.stall.look(now, lambda: q.status.get("message"))
         progress = q.lastProgress
         if progress:
             self.status.batch_duration_s = (progress.get("durationMs", {}).get("triggerExecution") or 0) / 1000

@@ -110,6 +110,57 @@ def test_garbage_is_quarantined_and_an_outage_is_survived(tmp_path):
             job.stop()
 
 
+class _Kept(__import__("logging").Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records = []
+
+    def emit(self, record) -> None:
+        self.records.append(record)
+
+
+def test_a_query_that_completes_no_batch_for_too_long_is_said_in_the_log(tmp_path):
+    """The supervisor's stall line, on a real query: with triggers 15 s apart and a batch age limit of 4 s, the gap
+    after a batch is a stall as far as the job can tell. It is said once, with what Spark says the query is doing,
+    and the next batch is said to have come."""
+    import logging
+
+    with MockCluster(1) as mc:
+        mc.create_topic(OFFSETS, 50)
+        mc.create_topic(HEARTBEAT, 1)
+        produce(mc.bootstrap_servers, [good_commit(1)], partition_for("resilient", 50))
+        settings = job_settings(mc.bootstrap_servers, tmp_path, metrics={"enabled": False,
+                                                                         "ready_max_batch_age_seconds": 4},
+                                spark={"trigger_seconds": 15})
+        kept = _Kept()
+        logger = logging.getLogger("groupscope.run")
+        level = logger.level
+        logger.setLevel(logging.INFO)  # as `groupscope run` configures it
+        logger.addHandler(kept)
+        job = GroupscopeJob(settings, install_signal_handlers=False)
+        runner = __import__("threading").Thread(target=lambda: job.run(poll_s=0.2), daemon=True)
+        try:
+            job.start()
+            runner.start()
+            def said() -> list[str]:
+                return [r.getMessage() for r in kept.records
+                        if r.getMessage().startswith(("no micro-batch completed", "micro-batches complete again"))]
+
+            wait_for(lambda: any(m.startswith("micro-batches") for m in said()), 120, "a stall said and its end")
+            stall, again = said()[:2]  # each gap between two batches is one stall: one line as it starts, one after
+            assert re.fullmatch(r"no micro-batch completed for [45] s \(Spark: [^)]+\); /ready says 503\. .+",
+                                stall), stall
+            assert "(Spark: no status)" not in stall
+            assert 4 <= float(re.fullmatch(r"micro-batches complete again after (\d+) s without one",
+                                            again).group(1)) <= 30, again
+        finally:
+            logger.removeHandler(kept)
+            logger.setLevel(level)
+            job.request_stop()
+            runner.join(30)
+            job.stop()
+
+
 def ready_status(port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as resp:

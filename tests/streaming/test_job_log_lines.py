@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from streaming.job.progress import CatchUpWatch, checkpoint_position, resume_line
+from streaming.job.progress import BatchStallWatch, CatchUpWatch, checkpoint_position, resume_line
 from streaming.kafka.client import Reachability
 from streaming.spark.jvm_output import JvmOutput
 from tests.cli_helpers import REPO
@@ -144,6 +144,36 @@ def test_caught_up_is_said_once_when_every_shard_has_caught_up(keep):
     assert not watch.after_batch([_Health(0, False)]), "falling behind later is the metrics' business"
     assert lines.messages() == ["caught up after 42 s: all 3 partitions of __consumer_offsets read to their last "
                                 "stable offset"]
+
+
+def test_a_query_without_batches_is_said_once_with_what_spark_says_and_once_when_batches_return(keep):
+    logger, lines = keep
+    asked = []
+
+    def doing() -> str:
+        asked.append(1)
+        return "Getting offsets from groupscope_kafka"
+
+    watch = BatchStallWatch(300, logger, started=1000.0)
+    assert not watch.look(1299.0, doing)
+    watch.batch_completed(1299.5)
+    assert not watch.look(1599.0, doing) and not asked, "Spark is asked only when the warning is due"
+    assert watch.look(1600.0, doing)
+    for now in (1601.0, 1700.0, 5000.0):
+        assert not watch.look(now, doing), "once per stall"
+    watch.batch_completed(5000.5)
+    watch.batch_completed(5001.0)
+    assert not watch.look(5300.0, doing)
+    assert watch.look(5302.0, lambda: 1 / 0), "a status that cannot be read does not stop the warning"
+    messages = lines.messages()
+    assert messages[:2] == [
+        "no micro-batch completed for 300 s (Spark: Getting offsets from groupscope_kafka); /ready says 503. If "
+        "this lasts, restart the job (the checkpoint resumes where the last batch ended); a JVM thread dump "
+        "(jcmd <pid> Thread.print) shows where it waits",
+        "micro-batches complete again after 3701 s without one"]
+    assert len(messages) == 3 and "(Spark: status unavailable: division by zero)" in messages[2], messages
+    assert [r.levelname for r in lines.records] == ["WARNING", "INFO", "WARNING"]
+    assert len(asked) == 1
 
 
 def _through_jvm_output(text: str, logger: logging.Logger) -> None:
