@@ -211,7 +211,8 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             "kafka": {"bootstrap.servers": brokers[0].bootstrap_servers},
             "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 1.0, "shuffle_partitions": 2},
             "delta": {"path": str(root / "delta")},
-            "metrics": {"host": "127.0.0.1", "port": options.metrics_port},
+            # The demo's batches take a second or two: half a minute without one is a stall worth a log line.
+            "metrics": {"host": "127.0.0.1", "port": options.metrics_port, "ready_max_batch_age_seconds": 30.0},
             "heartbeat": {"interval_seconds": 2.0},
             # Short thresholds so a few minutes of demo show STOP and STALL, not only OK: the stalled scenario's
             # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
