@@ -50,6 +50,10 @@ class HeartbeatSettings(_Section):
     exclude_topics: str = "^__(?!consumer_offsets$)|^_confluent|^groupscope-heartbeat$"
     retention_ms: int = Field(24 * 3600 * 1000, gt=0)
     chunk_partitions: int = Field(5000, gt=0)
+    # Read the topic's configuration and correct it (retention, cleanup policy) where it differs. Off for a broker
+    # that cannot describe topic configurations (the demo's embedded one): the topic is then used as it is, and
+    # nothing is said about it.
+    check_topic_config: bool = True
     enabled: bool = True
 
     @field_validator("include_topics", "exclude_topics")

@@ -213,7 +213,8 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             "delta": {"path": str(root / "delta")},
             # The demo's batches take a second or two: half a minute without one is a stall worth a log line.
             "metrics": {"host": "127.0.0.1", "port": options.metrics_port, "ready_max_batch_age_seconds": 30.0},
-            "heartbeat": {"interval_seconds": 2.0},
+            # The embedded broker cannot describe topic configurations; the heartbeat topic above is the demo's own.
+            "heartbeat": {"interval_seconds": 2.0, "check_topic_config": False},
             # Short thresholds so a few minutes of demo show STOP and STALL, not only OK: the stalled scenario's
             # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
             "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 20.0},

@@ -186,7 +186,7 @@ def heartbeat(config, bootstrap, once) -> None:
     emitter = HeartbeatEmitter(settings.kafka, topic=hb.topic, interval_s=hb.interval_seconds,
                                include=hb.include_topics, exclude=hb.exclude_topics,
                                offsets_topic=settings.source.offsets_topic, retention_ms=hb.retention_ms,
-                               chunk_partitions=hb.chunk_partitions)
+                               chunk_partitions=hb.chunk_partitions, check_topic_config=hb.check_topic_config)
     if once:
         ok = emitter.tick()
         s = emitter.status

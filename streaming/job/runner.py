@@ -133,6 +133,7 @@ class ClusterRun:
                                             include=hb.include_topics, exclude=hb.exclude_topics,
                                             offsets_topic=s.source.offsets_topic, retention_ms=hb.retention_ms,
                                             chunk_partitions=hb.chunk_partitions,
+                                            check_topic_config=hb.check_topic_config,
                                             **({"clock": self.heartbeat_clock} if self.heartbeat_clock else {}))
             self.emitter.tick()  # the first heartbeat before the first batch: no blind warm-up window
             self.emitter.start()

@@ -52,6 +52,7 @@ class HeartbeatEmitter:
         offsets_topic: str = "__consumer_offsets",
         retention_ms: int = 86_400_000,
         chunk_partitions: int = 5000,
+        check_topic_config: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.access = KafkaAccess(kafka)
@@ -63,6 +64,7 @@ class HeartbeatEmitter:
         self.offsets_topic = offsets_topic
         self.retention_ms = retention_ms
         self.chunk_partitions = chunk_partitions
+        self.check_topic_config = check_topic_config
         self.clock = clock
         self.emitter_id = f"{socket.gethostname()}:{os.getpid()}"
         self._producer = None
@@ -72,7 +74,7 @@ class HeartbeatEmitter:
         self._status = EmitterStatus(0, 0, -1, None, False, 0)
         self._seq = 0
         # The heartbeat topic's configuration check (see ensure_topic): None (not started), "describing",
-        # "altering", then "ok", "corrected" or "failed" (config_problem says why).
+        # "altering", then "ok", "corrected" or "failed" (config_problem says why); "off" when not wanted.
         self._config_state: str | None = None
         self._config_future = None
         self._config_fixes: dict[str, str] = {}
@@ -141,6 +143,9 @@ class HeartbeatEmitter:
     def _check_config(self) -> None:
         """Starts (once) reading the topic's configuration; :meth:`_poll_config` corrects it when it differs."""
         if self._config_state is not None:
+            return
+        if not self.check_topic_config:
+            self._config_state = "off"
             return
         resource = ConfigResource(ResourceType.TOPIC, self.topic)
         try:

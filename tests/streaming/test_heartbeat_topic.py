@@ -53,6 +53,24 @@ def test_a_topic_created_beforehand_with_broker_defaults_does_not_fail_or_delay_
         emitter.stop()
 
 
+def test_with_the_check_off_the_topic_is_used_as_it_is_and_nothing_is_said(caplog):
+    """heartbeat.check_topic_config: false, for a broker that cannot describe topic configurations (the demo's
+    embedded one): no DescribeConfigs is sent, so no warning after its timeout."""
+    caplog.set_level(logging.INFO, logger="groupscope.heartbeat")
+    with MockCluster(1) as mc:
+        mc.create_topic("events", 2)
+        mc.create_topic(TOPIC, 1)
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, interval_s=1,
+                                   check_topic_config=False)
+        deadline = time.monotonic() + 15  # past the admin request timeout the check would have waited out
+        while time.monotonic() < deadline:
+            assert emitter.tick(), emitter.status.last_error
+            time.sleep(0.5)
+        assert emitter.config_problem is None
+        assert not [r for r in caplog.records if "heartbeat topic" in r.getMessage()], caplog.records
+        emitter.stop()
+
+
 def test_looking_the_topic_up_does_not_create_it_with_broker_defaults():
     with MockCluster(1) as mc:
         emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, interval_s=1)
