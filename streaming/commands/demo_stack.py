@@ -106,8 +106,11 @@ def _log_to_file(path: Path) -> Callable[[], None]:
     """Sends every log record of this process (the job's, librdkafka's through ``groupscope.librdkafka``, Python
     warnings) to ``path`` instead of the terminal, where a line would tear the live view apart. Returns what puts
     the logging back as it was."""
+    from streaming.spark.jvm_exit import BridgeNoise
+
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(BridgeNoise())
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
     for old in handlers:
@@ -237,7 +240,13 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         metrics_url = f"http://127.0.0.1:{job.metrics.port}/metrics"
         api = f"; API at http://127.0.0.1:{job.metrics.api.port}/v3/kafka" if job.metrics.api is not None else ""
         echo(f"groupscope demo: metrics at {metrics_url}{api}; Ctrl-C to stop")
-        job_thread = threading.Thread(target=job.run, name="groupscope-supervisor", daemon=True)
+        def supervise() -> None:
+            try:
+                job.run()
+            except Exception:  # noqa: BLE001 - kept in job.failure; the view says it and stops
+                pass
+
+        job_thread = threading.Thread(target=supervise, name="groupscope-supervisor", daemon=True)
         job_thread.start()
         # The scenarios start once the job is up, so it sees each of them from its first second: started earlier,
         # their first minute would be replayed as history while Spark starts, with statuses held at OK.
@@ -334,6 +343,13 @@ def _show(job, runners: list, sim, options: DemoOptions, deadline, started: floa
         for runner in runners:
             if runner.error is not None:
                 raise RuntimeError(f"simulator failed: {runner.error}")
+        if job.failure is not None:  # the job's supervisor stopped (Spark's JVM exited): nothing more will come
+            from streaming.spark.jvm_exit import JvmExited, describe_exit
+
+            if isinstance(job.failure, JvmExited):
+                raise RuntimeError(f"Spark's JVM exited: {describe_exit(job.failure.status)}; the demo stops (run "
+                                   "it again to start over)") from None
+            raise job.failure
 
     def wait() -> None:
         remaining = None if deadline is None else deadline - time.monotonic()

@@ -102,6 +102,9 @@ def configure_logging(log_level: str = "info", log_format: str = "text") -> None
         stream = sys.stderr
     handler = logging.StreamHandler(stream)
     handler.set_name(LOG_HANDLER)
+    from streaming.spark.jvm_exit import BridgeNoise
+
+    handler.addFilter(BridgeNoise())  # py4j's broken-connection tracebacks only at debug
     if log_format == "json":
         from pythonjsonlogger.json import JsonFormatter
 
@@ -159,10 +162,18 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
              "or metrics.port)")
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         fail(str(exc))
+    from streaming.spark.jvm_exit import JvmExited
+
+    failure = None
     try:
         job.run(duration_s=duration)
+    except JvmExited as exc:
+        failure = exc
     finally:
         job.stop()
+    if failure is not None:  # one line, then a status a service manager restarts on
+        logging.getLogger("groupscope.run").error("%s", failure)
+        sys.exit(1)
 
 
 @click.command()

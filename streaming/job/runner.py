@@ -292,6 +292,7 @@ class GroupscopeJob:
         self.install_signal_handlers = install_signal_handlers
         self.spark = None
         self.metrics = None
+        self.failure: Exception | None = None  # why run() ended on its own (Spark's JVM exited), for a caller's view
 
     # The first (or only) cluster's parts, by their single-cluster names.
     first = property(lambda self: self.clusters[0])
@@ -367,6 +368,9 @@ class GroupscopeJob:
                 master = f"local[{2 * len(self.clusters)}]"
         self.spark = build_session(master=master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
                                    driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log)
+        from streaming.spark.jvm_exit import quiet_accumulator_server
+
+        quiet_accumulator_server(self.spark)
         for run in self.clusters:
             if run.prepared:
                 self._delta_spark(run)
@@ -400,8 +404,28 @@ class GroupscopeJob:
             if deadline is not None and now >= deadline:
                 break
             for run in self.clusters:
-                run.supervise(now, self._start_cluster)
+                try:
+                    self._raise_if_jvm_exited()
+                    run.supervise(now, self._start_cluster)
+                except Exception as exc:
+                    self._raise_if_jvm_exited(wait_s=3.0)  # a call into a JVM that died: say that, not the call
+                    self.failure = exc
+                    raise
             self.stop_requested.wait(poll_s)
+
+    def jvm_exit_status(self, wait_s: float = 0.0) -> int | None:
+        """Spark's JVM's exit status once it has exited (see :mod:`streaming.spark.jvm_exit`), else None."""
+        from streaming.spark.jvm_exit import jvm_exit_status
+
+        return None if self.spark is None else jvm_exit_status(self.spark, wait_s)
+
+    def _raise_if_jvm_exited(self, wait_s: float = 0.0) -> None:
+        from streaming.spark.jvm_exit import jvm_exited_error
+
+        status = self.jvm_exit_status(wait_s)
+        if status is not None:
+            self.failure = jvm_exited_error(status)
+            raise self.failure from None
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -414,6 +438,10 @@ class GroupscopeJob:
         that was in flight when the stop began is waited for (its id reaches the progress report once its output
         and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
         deadline = time.monotonic() + timeout_s
+        if self.jvm_exit_status() is not None:  # nothing to stop there, and every call into it would fail
+            for run in self.clusters:
+                run.query = None
+            self.spark = None
         for run in self.clusters:
             run.stop_query(deadline)
         if self.spark is not None:  # Spark first: no task may still read through a stopped service

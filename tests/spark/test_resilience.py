@@ -4,7 +4,9 @@ outage is survived and processing resumes; ``groupscope run`` says an outage in 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -240,6 +242,41 @@ def test_a_30_s_outage_is_two_lines_and_a_503_that_clears(tmp_path):
         assert any(m.startswith("caught up after") for m in messages), messages
         assert not any("Traceback" in line for line in lines), shown
         assert not any("incubator" in m for m in messages), "the JVM's start-up warning stays off the terminal"
+
+
+def test_a_jvm_killed_under_the_job_is_one_line_and_exit_status_1(tmp_path):
+    """The out-of-memory killer (or kill -9) takes Spark's JVM while ``groupscope run`` runs: the job says so in
+    one line within seconds and exits with status 1 for its service manager, with no traceback from Spark's Python
+    bridge, the accumulator server or the supervisor."""
+    with MockCluster(1) as mc:
+        mc.create_topic(OFFSETS, 50)
+        mc.create_topic(HEARTBEAT, 1)
+        produce(mc.bootstrap_servers, [good_commit(1)], partition_for("resilient", 50))
+        log = tmp_path / "job.log"
+        job = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--bootstrap",
+                                mc.bootstrap_servers, "--checkpoint", str(tmp_path / "cp"), "--delta-path",
+                                str(tmp_path / "delta"), "--metrics-port", "0"],
+                               cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for(lambda: "caught up after" in log.read_text() or job.poll() is not None, 180, "the job to run")
+            jvms = subprocess.run(["pgrep", "-P", str(job.pid), "java"], capture_output=True, text=True).stdout.split()
+            assert len(jvms) == 1, jvms
+            time.sleep(2)  # batches in flight: the callback and the supervisor are both talking to the JVM
+            os.kill(int(jvms[0]), signal.SIGKILL)
+            killed = time.monotonic()
+            job.wait(60)
+            took = time.monotonic() - killed
+        finally:
+            stop_job(job)
+    lines = log.read_text().splitlines()
+    shown = "\n".join(lines[-20:])
+    assert job.returncode == 1, shown
+    assert took < 15, took
+    assert re.search(r" ERROR groupscope\.run: Spark's JVM exited: killed by SIGKILL \(the out-of-memory killer or "
+                     r"kill -9\); the job stops\. Start it again: it resumes from its checkpoint", lines[-1]), shown
+    after = lines[next(i for i, line in enumerate(lines) if "caught up after" in line) + 1:]
+    assert not any("Traceback" in line or "py4j" in line or line.startswith(" ") for line in after), shown
+    assert len(after) <= 3, shown
 
 
 def free_port() -> int:
