@@ -240,6 +240,7 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         metrics_url = f"http://127.0.0.1:{job.metrics.port}/metrics"
         api = f"; API at http://127.0.0.1:{job.metrics.api.port}/v3/kafka" if job.metrics.api is not None else ""
         echo(f"groupscope demo: metrics at {metrics_url}{api}; Ctrl-C to stop")
+
         def supervise() -> None:
             try:
                 job.run()
@@ -344,11 +345,10 @@ def _show(job, runners: list, sim, options: DemoOptions, deadline, started: floa
             if runner.error is not None:
                 raise RuntimeError(f"simulator failed: {runner.error}")
         if job.failure is not None:  # the job's supervisor stopped (Spark's JVM exited): nothing more will come
-            from streaming.spark.jvm_exit import JvmExited, describe_exit
+            from streaming.spark.jvm_exit import JvmExited
 
             if isinstance(job.failure, JvmExited):
-                raise RuntimeError(f"Spark's JVM exited: {describe_exit(job.failure.status)}; the demo stops (run "
-                                   "it again to start over)") from None
+                raise RuntimeError(f"{job.failure.what}; the demo stops (run it again to start over)") from None
             raise job.failure
 
     def wait() -> None:

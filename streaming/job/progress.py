@@ -106,20 +106,20 @@ class BatchStallWatch:
         self.limit_s = limit_s
         self.logger = logger
         self.last_batch = time.monotonic() if started is None else started
-        self.stalled_since: float | None = None
+        self.stalled = False  # the warning was said and no batch has completed since
 
     def batch_completed(self, now: float) -> None:
-        if self.stalled_since is not None:
+        if self.stalled:
             self.logger.info("micro-batches complete again after %.0f s without one", now - self.last_batch)
-            self.stalled_since = None
+            self.stalled = False
         self.last_batch = now
 
     def look(self, now: float, doing: Callable[[], str | None]) -> bool:
         """``doing``: asked only when the warning is due, Spark's status message for the query
         (``StreamingQuery.status["message"]``). True when this look logged the warning."""
-        if self.stalled_since is not None or now - self.last_batch < self.limit_s:
+        if self.stalled or now - self.last_batch < self.limit_s:
             return False
-        self.stalled_since = now
+        self.stalled = True
         try:
             message = doing()
         except Exception as exc:  # noqa: BLE001 - the warning matters more than the detail

@@ -403,9 +403,9 @@ class GroupscopeJob:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 break
+            self._raise_if_jvm_exited()
             for run in self.clusters:
                 try:
-                    self._raise_if_jvm_exited()
                     run.supervise(now, self._start_cluster)
                 except Exception as exc:
                     self._raise_if_jvm_exited(wait_s=3.0)  # a call into a JVM that died: say that, not the call

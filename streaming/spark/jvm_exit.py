@@ -24,11 +24,13 @@ log = logging.getLogger("groupscope.run")
 
 
 class JvmExited(RuntimeError):
-    """Spark's JVM is gone: nothing of the job can go on in this process. ``status``: its exit status."""
+    """Spark's JVM is gone: nothing of the job can go on in this process. ``status``: its exit status;
+    ``what``: the sentence that says so, which the message goes on from with what to do."""
 
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
+    def __init__(self, status: int, advice: str) -> None:
         self.status = status
+        self.what = f"Spark's JVM exited: {describe_exit(status)}"
+        super().__init__(f"{self.what}; {advice}")
 
 
 def jvm_exit_status(spark, wait_s: float = 0.0) -> int | None:
@@ -63,9 +65,9 @@ def describe_exit(status: int) -> str:
 
 
 def jvm_exited_error(status: int) -> JvmExited:
-    return JvmExited(f"Spark's JVM exited: {describe_exit(status)}; the job stops. Start it again: it resumes from "
-                     "its checkpoint, where the last completed micro-batch ended. If the out-of-memory killer ended "
-                     "it, give the job more memory (spark.driver_memory, the container's limit)", status)
+    return JvmExited(status, "the job stops. Start it again: it resumes from its checkpoint, where the last "
+                             "completed micro-batch ended. If the out-of-memory killer ended it, give the job more "
+                             "memory (spark.driver_memory, the container's limit)")
 
 
 class BridgeNoise(logging.Filter):
