@@ -114,9 +114,21 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
     os.dup2(log_fd, 2)
     if output is None:
         os.close(log_fd)
+    # In local mode Spark's Python processes inherit the JVM's environment: their path starts with groupscope's
+    # sitecustomize folder, which takes PySpark's archives off it (see streaming.spark.import_path). For the launch
+    # only, like fd 2: the JVM keeps the environment it was started with.
+    saved_pythonpath = os.environ.get("PYTHONPATH")
+    if master.startswith("local"):
+        from streaming.spark.import_path import site_dir
+
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site_dir(), saved_pythonpath) if p)
     try:
         spark = builder.getOrCreate()
     finally:
+        if saved_pythonpath is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_pythonpath
         sys.stderr.flush()
         os.dup2(saved_stderr, 2)
         os.close(saved_stderr)

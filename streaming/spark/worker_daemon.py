@@ -15,7 +15,8 @@ neither is used by the workers' code), and the daemon checks that it is still si
 fork: if anything else started a thread, it replaces itself with PySpark's plain daemon (same process, same pipes
 to the JVM), so the job runs as it would without preloading rather than risk a deadlocked worker.
 
-Only the daemon of the task workers (``pyspark.worker``) preloads. Spark also starts daemons for planning a Python
+Every daemon first takes the archives its workers do not need off its path (:func:`prune_import_path`). Only the
+daemon of the task workers (``pyspark.worker``) preloads. Spark also starts daemons for planning a Python
 data source (looking it up, creating it, planning a read); those run once or twice per query, and preloading
 there would only make three idle processes bigger.
 
@@ -29,9 +30,10 @@ import gc
 import importlib
 import os
 import sys
-import zipfile
 
-__all__ = ["PRELOADED_MODULES", "preload", "prune_import_path", "main"]
+from .import_path import prune_import_path
+
+__all__ = ["PRELOADED_MODULES", "preload", "main"]
 
 TASK_WORKER_MODULE = "pyspark.worker"
 
@@ -72,59 +74,6 @@ def _thread_count() -> int:
         return -1
 
 
-def prune_import_path(path: list[str] | None = None) -> list[str]:
-    """Removes from ``path`` (``sys.path``) the archives a worker has no need of; returns the entries removed.
-
-    Why: Spark puts ``pyspark.zip``, py4j's zip and the ``spark-core`` jar on the workers' ``PYTHONPATH``, and every
-    task worker calls ``importlib.invalidate_caches()`` when it adds Spark's files folder to its path. In this Python
-    a zip importer answers that call by reading its archive's whole directory again, once for every package folder
-    it has served (18 importers here, the 5,854 entries of the jar three times): about 0.1 s of CPU in each fresh
-    worker, 13% of the workers' CPU in a 5M-record catch-up, before the task does anything. An archive goes when
-    nothing is lost: a jar holding no Python file, or an archive whose packages are installed as plain folders
-    elsewhere on the path at the same version (a pip-installed PySpark ships both), which also lets the workers
-    import them from compiled ``.pyc`` files instead of compiling the archive's sources in every worker.
-    """
-    path = sys.path if path is None else path
-    folders = [p for p in path if os.path.isdir(p)]
-    removed = []
-    for entry in list(path):
-        if not entry.endswith((".zip", ".jar")) or not os.path.isfile(entry):
-            continue
-        try:
-            with zipfile.ZipFile(entry) as archive:
-                sources = [n for n in archive.namelist() if n.endswith(".py")]
-                packages = {n.split("/", 1)[0] for n in sources}
-                top_level_modules = [n for n in sources if "/" not in n]
-                unneeded = not sources or (not top_level_modules and all(
-                    _installed_alike(archive, package, folders) for package in packages))
-        except (OSError, zipfile.BadZipFile):
-            continue
-        if unneeded:
-            path.remove(entry)
-            removed.append(entry)
-    for entry in removed:
-        sys.path_importer_cache.pop(entry, None)
-    return removed
-
-
-def _installed_alike(archive: zipfile.ZipFile, package: str, folders: list[str]) -> bool:
-    """Whether ``package`` of ``archive`` is also installed as a folder on the path, with the same version file
-    (``version.py``, else ``__init__.py``): the same release, so importing either gives the same code."""
-    names = set(archive.namelist())
-    marker = next((f"{package}/{n}" for n in ("version.py", "__init__.py") if f"{package}/{n}" in names), None)
-    if marker is None:
-        return False
-    wanted = archive.read(marker)
-    for folder in folders:
-        try:
-            with open(os.path.join(folder, marker), "rb") as f:
-                if f.read() == wanted:
-                    return True
-        except OSError:
-            continue
-    return False
-
-
 def preload(modules: tuple[str, ...] = PRELOADED_MODULES) -> bool:
     """Imports ``modules`` and says whether the process is still single-threaded (safe to fork).
 
@@ -149,11 +98,10 @@ def preload(modules: tuple[str, ...] = PRELOADED_MODULES) -> bool:
 
 def main() -> None:
     worker_module = sys.argv[1] if len(sys.argv) > 1 else TASK_WORKER_MODULE
-    if worker_module == TASK_WORKER_MODULE:
-        prune_import_path()
-        if not preload():
-            # Something started a thread: forking now is what PySpark's daemon avoids. Become that daemon instead.
-            os.execv(sys.executable, [sys.executable, "-m", "pyspark.daemon", *sys.argv[1:]])
+    prune_import_path()
+    if worker_module == TASK_WORKER_MODULE and not preload():
+        # Something started a thread: forking now is what PySpark's daemon avoids. Become that daemon instead.
+        os.execv(sys.executable, [sys.executable, "-m", "pyspark.daemon", *sys.argv[1:]])
     from pyspark import daemon
 
     daemon.manager()
