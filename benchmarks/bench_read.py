@@ -1,0 +1,103 @@
+"""The read side of a batch alone: the job's range reader against a plain consumer, same broker, same run.
+
+A librdkafka mock cluster (in this process) is loaded with N offset commits. Then, one after another:
+
+- the reference: one plain ``confluent_kafka.Consumer`` with the job's fetch settings reads every record, touching
+  key and value (what ``bench_catchup.py`` calls the reference);
+- ``streaming.kafka.reader.read_ranges``, what a read task of the job runs, over the same ranges: in one process,
+  then split over two processes (the default ``source.read_tasks``), each without and with packing the records into
+  the chunks the query moves (``streaming.job.packed.pack``).
+
+Each reader runs in a process of its own, as Spark's tasks do; the broker stays in this one. Wall-clock seconds and
+each reader process's CPU seconds (librdkafka's threads included) are printed. What it shows is how far a read
+task is from the bare consumer, and what packing adds; the rest of a batch (shuffle, shard steps, Delta) is in
+``bench_catchup.py``'s figures. Usage::
+
+    python benchmarks/bench_read.py                      # 2,000,000 records over 80 partitions
+    python benchmarks/bench_read.py --records 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import platform
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_catchup import OFFSETS_TOPIC, check_backlog, loadavg, read_all  # noqa: E402
+from bench_job import load_backlog  # noqa: E402
+from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
+from streaming.kafka.reader import OffsetRange, read_ranges  # noqa: E402
+
+
+def _read_task(bootstrap: str, ranges: list[OffsetRange], pack_chunks: bool, out: mp.Queue) -> None:
+    from streaming.job.packed import pack
+
+    started, cpu = time.perf_counter(), time.process_time()
+    rows = 0
+    for batch in read_ranges({"bootstrap.servers": bootstrap}, ranges):
+        rows += batch.num_rows
+        if pack_chunks:
+            for _ in pack(batch):
+                pass
+    out.put((rows, time.perf_counter() - started, time.process_time() - cpu))
+
+
+def _reference_task(bootstrap: str, highs: dict[int, int], out: mp.Queue) -> None:
+    cpu = time.process_time()
+    seconds, rows = read_all(bootstrap, highs, tuned=True)
+    out.put((rows, seconds, time.process_time() - cpu))
+
+
+def run_tasks(target, argument_sets: list[tuple]) -> tuple[float, list[tuple[int, float, float]]]:
+    """Wall-clock seconds for all of ``argument_sets`` run at once, one process each, and what each reported."""
+    out: mp.Queue = mp.Queue()
+    processes = [mp.Process(target=target, args=(*args, out)) for args in argument_sets]
+    started = time.perf_counter()
+    for p in processes:
+        p.start()
+    results = [out.get() for _ in processes]
+    for p in processes:
+        p.join()
+    return time.perf_counter() - started, results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--offsets-partitions", type=int, default=80)
+    args = ap.parse_args()
+    print(f"machine: {platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}")
+    with MockCluster(1) as mc:
+        mc.create_topic(OFFSETS_TOPIC, args.offsets_partitions)
+        bootstrap = mc.bootstrap_servers
+        loaded = load_backlog(bootstrap, args.records, 5000, 10, args.offsets_partitions)
+        highs = check_backlog(bootstrap, args.offsets_partitions, args.records)
+        print(f"backlog: {args.records:,} offset commits over {args.offsets_partitions} partitions, produced in "
+              f"{loaded:.1f} s; load average {loadavg()}")
+        ranges = [OffsetRange(OFFSETS_TOPIC, p, 0, h) for p, h in sorted(highs.items()) if h > 0]
+        runs = [("reference: plain consumer, job's fetch settings", _reference_task, [(bootstrap, highs)])]
+        for pack_chunks in (False, True):
+            what = "read and pack" if pack_chunks else "read"
+            runs.append((f"read_ranges, 1 task, {what}", _read_task, [(bootstrap, ranges, pack_chunks)]))
+            runs.append((f"read_ranges, 2 tasks, {what}", _read_task,
+                         [(bootstrap, ranges[0::2], pack_chunks), (bootstrap, ranges[1::2], pack_chunks)]))
+        print("\n| reader | wall clock | records/s | CPU seconds per process |\n|---|---|---|---|")
+        for name, target, argument_sets in runs:
+            wall, results = run_tasks(target, argument_sets)
+            rows = sum(r[0] for r in results)
+            if rows != args.records:
+                raise SystemExit(f"{name} read {rows:,} records, not {args.records:,}")
+            cpu = ", ".join(f"{r[2]:.2f}" for r in results)
+            print(f"| {name} | {wall:.2f} s | {rows / wall:,.0f} | {cpu} |", flush=True)
+        print(f"\nload average at the end: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()
