@@ -45,11 +45,12 @@ def prune_import_path(path: list[str] | None = None) -> list[str]:
             continue
         try:
             with zipfile.ZipFile(entry) as archive:
-                sources = [n for n in archive.namelist() if n.endswith(".py")]
+                names = set(archive.namelist())
+                sources = [n for n in names if n.endswith(".py")]
                 packages = {n.split("/", 1)[0] for n in sources}
                 top_level_modules = [n for n in sources if "/" not in n]
                 unneeded = not sources or (not top_level_modules and all(
-                    _installed_alike(archive, package, folders) for package in packages))
+                    _installed_alike(archive, names, package, folders) for package in packages))
         except (OSError, zipfile.BadZipFile):
             continue
         if unneeded:
@@ -60,10 +61,10 @@ def prune_import_path(path: list[str] | None = None) -> list[str]:
     return removed
 
 
-def _installed_alike(archive: zipfile.ZipFile, package: str, folders: list[str]) -> bool:
-    """Whether ``package`` of ``archive`` is also installed as a folder on the path, with the same version file
-    (``version.py``, else ``__init__.py``): the same release, so importing either gives the same code."""
-    names = set(archive.namelist())
+def _installed_alike(archive: zipfile.ZipFile, names: set[str], package: str, folders: list[str]) -> bool:
+    """Whether ``package`` of ``archive`` (whose entries are ``names``) is also installed as a folder on the path,
+    with the same version file (``version.py``, else ``__init__.py``): the same release, so importing either gives
+    the same code."""
     marker = next((f"{package}/{n}" for n in ("version.py", "__init__.py") if f"{package}/{n}" in names), None)
     if marker is None:
         return False

@@ -56,19 +56,17 @@ def test_a_pip_installed_pyspark_is_imported_from_its_folder_in_the_daemon():
     """The path Spark gives the workers: PySpark's own zip, py4j's and the spark-core jar before site-packages."""
     archives = _spark_archives()
     assert len(archives) == 3, archives
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent("""
-            import importlib, sys
-            from streaming.spark import worker_daemon as d
-            from streaming.spark.import_path import prune_import_path
-            removed = prune_import_path()
-            d.preload()
-            import pyspark
-            importlib.invalidate_caches()
-            print(len(removed), pyspark.__file__.endswith("site-packages/pyspark/__init__.py"),
-                  sum(type(f).__name__ == "zipimporter" for f in sys.path_importer_cache.values()))
-        """)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(archives)})
+    done = _start_python("""
+        import importlib, sys
+        from streaming.spark import worker_daemon as d
+        from streaming.spark.import_path import prune_import_path
+        removed = prune_import_path()
+        d.preload()
+        import pyspark
+        importlib.invalidate_caches()
+        print(len(removed), pyspark.__file__.endswith("site-packages/pyspark/__init__.py"),
+              sum(type(f).__name__ == "zipimporter" for f in sys.path_importer_cache.values()))
+    """, archives)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "True", "0"]
 
