@@ -44,14 +44,29 @@ def cluster(captures):
         yield mc
 
 
-def wait_for(predicate, timeout_s: float, what: str):
+def wait_for(predicate, timeout_s: float, what: str, where=lambda: ""):
+    """``where``: what to add to the failure, the job's own account of where it stood."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}{where()}")
+
+
+def job_position(job) -> str:
+    """Batches, restarts, the last error, how many shards the last batch saw caught up, and Spark's status of the
+    query: enough to tell a stalled query from a slow or failing one."""
+    status, query = job.status, job.query
+    health = status.last_batch.health if status.last_batch is not None else []
+    try:
+        spark_says = query.status if query is not None else "no query"
+    except Exception as exc:  # noqa: BLE001 - a failure message must not fail
+        spark_says = f"status unavailable: {exc}"
+    return (f": {status.batches} batches, {status.restarts} restarts, last error {status.last_error!r}, "
+            f"{sum(h.caught_up for h in health)}/{len(health)} shards caught up in the last batch, "
+            f"last batch {status.batch_duration_s:.1f} s, Spark: {spark_says}")
 
 
 @pytest.fixture(scope="module", params=["local", "standalone"])
@@ -86,7 +101,7 @@ def _run_job(settings, *, standalone: bool):
         def caught_up():
             last = job.status.last_batch
             return last is not None and last.health and all(h.caught_up for h in last.health) and job.status.batches > 3
-        wait_for(caught_up, 240, "the job to catch up")
+        wait_for(caught_up, 240, "the job to catch up", lambda: job_position(job))
         state_bytes = sum(h.state_bytes for h in job.status.last_batch.health)
         forked_from = worker_daemon_modules(os.getpid())
         time.sleep(3)  # a few more batches: periodic group and lag snapshots
