@@ -4,9 +4,11 @@ A librdkafka mock cluster (in this process) is loaded with N offset commits. The
 
 - the reference: one plain ``confluent_kafka.Consumer`` with the job's fetch settings reads every record, touching
   key and value (what ``bench_catchup.py`` calls the reference);
-- ``streaming.kafka.reader.read_ranges``, what a read task of the job runs, over the same ranges: in one process,
-  then split over two processes (the default ``source.read_tasks``), each without and with packing the records into
-  the chunks the query moves (``streaming.job.packed.pack``).
+- the two readers a read task of the job can run, over the same ranges: ``streaming.kafka.fetcher.fetch_ranges``
+  (Fetch requests decoded column-wise, the default ``source.reader: fetch``) and
+  ``streaming.kafka.reader.read_ranges`` (librdkafka's consumer, ``source.reader: consumer``); each in one process,
+  then split over two processes (the default ``source.read_tasks``), without and with packing the records into the
+  chunks the query moves (``streaming.job.packed``).
 
 Each reader runs in a process of its own, as Spark's tasks do; the broker stays in this one. Wall-clock seconds and
 each reader process's CPU seconds (librdkafka's threads included) are printed. What it shows is how far a read
@@ -32,6 +34,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_catchup import OFFSETS_TOPIC, check_backlog, loadavg, read_all  # noqa: E402
 from bench_job import load_backlog  # noqa: E402
+from streaming.kafka.fetcher import fetch_ranges  # noqa: E402
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 from streaming.kafka.reader import OffsetRange, read_ranges  # noqa: E402
 
@@ -46,6 +49,18 @@ def _read_task(bootstrap: str, ranges: list[OffsetRange], pack_chunks: bool, out
         if pack_chunks:
             for _ in pack(batch):
                 pass
+    out.put((rows, time.perf_counter() - started, time.process_time() - cpu))
+
+
+def _fetch_task(bootstrap: str, ranges: list[OffsetRange], pack_chunks: bool, out: mp.Queue) -> None:
+    from streaming.job.packed import pack_partitions
+
+    started, cpu = time.perf_counter(), time.process_time()
+    rows = 0
+    for chunk in fetch_ranges({"bootstrap.servers": bootstrap}, ranges):
+        rows += chunk[2].num_rows
+        if pack_chunks:
+            pack_partitions([chunk])
     out.put((rows, time.perf_counter() - started, time.process_time() - cpu))
 
 
@@ -83,11 +98,12 @@ def main() -> None:
               f"{loaded:.1f} s; load average {loadavg()}")
         ranges = [OffsetRange(OFFSETS_TOPIC, p, 0, h) for p, h in sorted(highs.items()) if h > 0]
         runs = [("reference: plain consumer, job's fetch settings", _reference_task, [(bootstrap, highs)])]
-        for pack_chunks in (False, True):
-            what = "read and pack" if pack_chunks else "read"
-            runs.append((f"read_ranges, 1 task, {what}", _read_task, [(bootstrap, ranges, pack_chunks)]))
-            runs.append((f"read_ranges, 2 tasks, {what}", _read_task,
-                         [(bootstrap, ranges[0::2], pack_chunks), (bootstrap, ranges[1::2], pack_chunks)]))
+        for name, task in (("fetch_ranges", _fetch_task), ("read_ranges", _read_task)):
+            for pack_chunks in (False, True):
+                what = "read and pack" if pack_chunks else "read"
+                runs.append((f"{name}, 1 task, {what}", task, [(bootstrap, ranges, pack_chunks)]))
+                runs.append((f"{name}, 2 tasks, {what}", task,
+                             [(bootstrap, ranges[0::2], pack_chunks), (bootstrap, ranges[1::2], pack_chunks)]))
         print("\n| reader | wall clock | records/s | CPU seconds per process |\n|---|---|---|---|")
         for name, target, argument_sets in runs:
             wall, results = run_tasks(target, argument_sets)

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._crc import crc32c
+from ._vector import LOCKSTEP_MIN, binary_views, int_at, record_fields, record_starts
 from ._offsets import parse_offset_commit_value
 from .batch import ControlType, CorruptBatch, RecordBatch, decode_batch, iter_batches
 from .codec import decode_record
@@ -138,8 +139,7 @@ _BASE_OFFSET_LIMIT = 1 << 62  # base + offsetDelta must stay far from int64 over
 # A run of batches is rendered at once; bounded so memory stays flat on a 1 GiB segment.
 _RUN_RECORDS = 1 << 17
 _RUN_BYTES = 32 << 20
-# Below this many batches still being walked, a numpy step per record costs more than a Python loop.
-_LOCKSTEP_MIN = 48
+_LOCKSTEP_MIN = LOCKSTEP_MIN  # a module global, so tests can vary it
 
 # The common offset-commit value is v3 with empty metadata, 24 bytes: version (int16), offset (int64) at byte 2,
 # leaderEpoch (int32) at 10, metadata length 0 (int16) at 14, commitTimestamp (int64) at 16.
@@ -282,31 +282,17 @@ class KafkaDump:
         table = np.array(run, dtype=np.int64)
         positions, stops, bases, counts = table[:, 0], table[:, 1], table[:, 2], table[:, 3]
         starts = positions + _V2_HEADER_SIZE
-        rec_pos, batch_ok = _record_starts(view, arr, starts, stops, counts)
+        rec_pos, batch_ok = record_starts(view, arr, starts, stops, counts, _LOCKSTEP_MIN)
         nb = len(run)
         row_batch = np.repeat(np.arange(nb), counts)
         stop = stops[row_batch]
 
-        # Each record: length, attributes, timestampDelta, offsetDelta, key, value, header count
-        # (docs/kafka-formats.md#records). Rows of batches that already failed are parsed too, harmlessly.
-        size, p, ok = _varints(arr, rec_pos, stop, 5)
-        rec_end = p + size
-        ok &= p < stop  # attributes
-        _, p, ok2 = _varints(arr, p + 1, stop, 10, value=False)  # timestampDelta: not printed
-        ok &= ok2
-        delta, p, ok2 = _varints(arr, p, stop, 5)
-        ok &= ok2
-        klen, p, ok2 = _varints(arr, p, stop, 5)
-        ok &= ok2 & (klen >= -1)
-        kstart = p
-        p = p + np.maximum(klen, 0)
-        vlen, p, ok2 = _varints(arr, p, stop, 5)
-        ok &= ok2 & (vlen >= -1)
-        vstart = p
-        p = p + np.maximum(vlen, 0)
+        # Each record's fields (docs/kafka-formats.md#records); records with headers take the exact path. Rows of
+        # batches that already failed are parsed too, harmlessly.
+        fields = record_fields(arr, rec_pos, stop, timestamps=False)
+        ok, delta = fields.ok, fields.offset_delta
+        kstart, klen, vstart, vlen = fields.key_start, fields.key_length, fields.value_start, fields.value_length
         last = len(arr) - 1
-        ok &= (p < stop) & (arr[np.minimum(p, last)] == 0)  # no headers; records with headers take the exact path
-        ok &= p + 1 == rec_end
         if not ok.all():
             batch_ok &= np.bincount(row_batch[~ok], minlength=nb) == 0
         row_ok = batch_ok[row_batch]
@@ -392,100 +378,6 @@ class KafkaDump:
             yield text[int(bounds[done]) : int(bounds[-1])]
 
 
-def _record_starts(view: memoryview, arr: np.ndarray, starts: np.ndarray, stops: np.ndarray,
-                   counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each record of each batch starts, following the record length varints; and which batches walked
-    cleanly (every record's length fits one or two bytes and the batch's records end exactly at its end).
-
-    The walk is sequential inside a batch but independent across batches, so all batches take their i-th step
-    together as one numpy operation; the last few long batches finish in a plain loop.
-    """
-    nb = len(starts)
-    first = np.zeros(nb, dtype=np.int64)
-    np.cumsum(counts[:-1], out=first[1:])
-    rec_pos = np.zeros(int(counts.sum()), dtype=np.int64)
-    ok = np.ones(nb, dtype=bool)
-    cur = starts.copy()
-    active = np.arange(nb)
-    last = len(arr) - 1
-    i = 0
-    while len(active) >= _LOCKSTEP_MIN:
-        p = cur[active]
-        stop = stops[active]
-        rec_pos[first[active] + i] = p
-        b0 = arr[np.minimum(p, last)].astype(np.int64)
-        b1 = arr[np.minimum(p + 1, last)].astype(np.int64)
-        two = b0 >= 0x80
-        z = np.where(two, (b0 & 0x7F) | (b1 << 7), b0)
-        size = (z >> 1) ^ -(z & 1)
-        nxt = p + 1 + two + size
-        bad = (p >= stop) | (two & ((b1 >= 0x80) | (p + 1 >= stop))) | (size < 0) | (nxt > stop)
-        if bad.any():
-            ok[active[bad]] = False
-        cur[active] = nxt
-        i += 1
-        active = active[(counts[active] > i) & ~bad]
-    for b in active.tolist():
-        p = int(cur[b])
-        stop = int(stops[b])
-        at = int(first[b])
-        for j in range(i, int(counts[b])):
-            rec_pos[at + j] = p
-            if p >= stop:
-                ok[b] = False
-                break
-            z = view[p]
-            if z < 0x80:
-                p += 1
-            elif p + 1 < stop and view[p + 1] < 0x80:
-                z = (z & 0x7F) | (view[p + 1] << 7)
-                p += 2
-            else:
-                ok[b] = False
-                break
-            size = (z >> 1) ^ -(z & 1)
-            p += size
-            if size < 0 or p > stop:
-                ok[b] = False
-                break
-        cur[b] = p
-    ok &= cur == stops
-    return rec_pos, ok
-
-
-def _varints(arr: np.ndarray, p: np.ndarray, stop: np.ndarray, max_bytes: int,
-             value: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Zig-zag varints (``max_bytes`` 5) or varlongs (10) at positions ``p``: their values (None when not
-    wanted), the positions after them, and whether each lay inside its batch within ``max_bytes`` bytes.
-
-    Values are masked to 32 bits like Kafka's reader before the zig-zag step; varlong values are never needed
-    here (only timestamps are varlongs), so only their lengths are computed.
-    """
-    last = len(arr) - 1
-    b = arr[np.minimum(p, last)]
-    ok = p < stop
-    end = p + 1
-    more = np.flatnonzero(b >= 0x80)
-    z = (b & 0x7F).astype(np.int64) if value else None
-    k = 1
-    while len(more):
-        if k == max_bytes:
-            ok[more] = False
-            break
-        q = p[more] + k
-        ok[more] &= q < stop[more]
-        bb = arr[np.minimum(q, last)]
-        if z is not None:
-            z[more] |= (bb & 0x7F).astype(np.int64) << (7 * k)
-        end[more] = q + 1
-        more = more[bb >= 0x80]
-        k += 1
-    if z is None:
-        return None, end, ok  # type: ignore[return-value]
-    z &= 0xFFFFFFFF
-    return (z >> 1) ^ -(z & 1), end, ok
-
-
 def _dictionary_encode_arrow(view: memoryview, kstart: np.ndarray,
                              klen: np.ndarray) -> tuple[list[bytes], np.ndarray]:
     """Distinct keys (as bytes) and each row's index into them, hashing the keys where they lie in the segment.
@@ -493,25 +385,7 @@ def _dictionary_encode_arrow(view: memoryview, kstart: np.ndarray,
     The keys are described to Arrow as a binary-view array over the segment buffer (length, 4-byte prefix,
     offset; keys of 12 bytes or fewer are stored inline), so no key is copied before hashing.
     """
-    m = len(kstart)
-    arr = np.frombuffer(view, dtype=np.uint8)
-    views = np.zeros((m, 16), dtype=np.uint8)
-    words = views.view("<i4")
-    words[:, 0] = klen
-    short = klen <= 12
-    span = np.arange(12)
-    last = len(arr) - 1
-    if short.any():
-        rows = np.flatnonzero(short)
-        inline = arr[np.minimum(kstart[rows, None] + span, last)]
-        inline[span >= klen[rows, None]] = 0
-        views[rows, 4:16] = inline
-    if not short.all():
-        rows = np.flatnonzero(~short)
-        views[rows, 4:8] = arr[kstart[rows, None] + span[:4]]
-        words[rows, 2] = 0
-        words[rows, 3] = kstart[rows]
-    keys = pa.Array.from_buffers(pa.binary_view(), m, [None, pa.py_buffer(views), pa.py_buffer(view)])
+    keys = binary_views(view, kstart, klen)
     encoded = pc.dictionary_encode(keys)
     dictionary = encoded.dictionary.to_pylist()
     return dictionary, encoded.indices.to_numpy().astype(np.int64)
@@ -551,14 +425,14 @@ def _render(arr: np.ndarray, prefix: str, offsets: np.ndarray, codes: np.ndarray
         return pc.binary_join_element_wise(*pieces, _EMPTY)
     at = vstart[live]
     if len(live) == n:
-        committed, epoch, stamp = _int_at(arr, at + 2, 8), _int_at(arr, at + 10, 4), _int_at(arr, at + 16, 8)
+        committed, epoch, stamp = int_at(arr, at + 2, 8), int_at(arr, at + 10, 4), int_at(arr, at + 16, 8)
     else:
         committed = np.zeros(n, dtype=np.int64)
         epoch = np.zeros(n, dtype=np.int64)
         stamp = np.zeros(n, dtype=np.int64)
-        committed[live] = _int_at(arr, at + 2, 8)
-        epoch[live] = _int_at(arr, at + 10, 4)
-        stamp[live] = _int_at(arr, at + 16, 8)
+        committed[live] = int_at(arr, at + 2, 8)
+        epoch[live] = int_at(arr, at + 10, 4)
+        stamp[live] = int_at(arr, at + 16, 8)
     tail = [_text(committed), _scalar(',"leaderEpoch":'), _text(epoch),
             _scalar(',"metadata":"","commitTimestamp":'), _text(stamp), _scalar("}}}\n")]
     if len(live) == n:
@@ -567,15 +441,6 @@ def _render(arr: np.ndarray, prefix: str, offsets: np.ndarray, codes: np.ndarray
     tail[0] = _text(committed, mask=tomb)
     return pc.binary_join_element_wise(*pieces, pc.binary_join_element_wise(*tail, _EMPTY), _EMPTY,
                                        null_handling="skip")
-
-
-def _int_at(arr: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
-    """The big-endian signed ints of ``size`` bytes starting at byte positions ``at`` of ``arr``, as int64.
-
-    Read through a view of the buffer in which element i is the ``size`` bytes from byte i (stride 1), so one
-    gather reads each number whole, wherever it lies."""
-    windows = np.ndarray(shape=(len(arr) - size + 1,), dtype=f">i{size}", buffer=arr, strides=(1,))
-    return windows[at].astype(np.int64)
 
 
 def _scalar(text: str) -> pa.Scalar:

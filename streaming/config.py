@@ -72,6 +72,9 @@ class SourceSettings(_Section):
     max_offsets_per_trigger: int | None = Field(2_000_000, gt=0)
     read_tasks: int = Field(2, gt=0, le=1024)
     read_timeout_seconds: float = Field(300.0, gt=0)
+    # How read tasks read Kafka: "fetch" sends Fetch requests itself and decodes the record batches column-wise
+    # (plaintext listeners; TLS or SASL fall back to the consumer), "consumer" uses librdkafka's consumer.
+    reader: Literal["fetch", "consumer"] = "fetch"
     builtin_kafka_source: bool = False  # use Spark's own "kafka" source (needs its jar on the classpath)
 
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from streaming.job.batch_sink import decode_table, encode_table
 from streaming.schema.tables import SOURCE
 
-__all__ = ["PACKED_DDL", "PACKED_SCHEMA", "pack", "unpack"]
+__all__ = ["PACKED_DDL", "PACKED_SCHEMA", "pack", "pack_partitions", "unpack"]
 
 PACKED_DDL = "topic string, partition int, records int, payload binary"
 PACKED_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("records", pa.int32()),
@@ -49,6 +49,20 @@ def pack(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     yield pa.RecordBatch.from_arrays([pa.array(topics, pa.string()), pa.array(parts, pa.int32()),
                                       pa.array(counts, pa.int32()), pa.array(payloads, pa.binary())],
                                      schema=PACKED_SCHEMA)
+
+
+def pack_partitions(chunks: Iterable[tuple[str, int, pa.RecordBatch]]) -> pa.RecordBatch:
+    """One ``PACKED_SCHEMA`` batch of chunks that each hold one topic-partition's ``SOURCE`` rows in offset order
+    already (what the direct fetch reader yields): one row per chunk, nothing sorted."""
+    topics, parts, counts, payloads = [], [], [], []
+    for topic, partition, batch in chunks:
+        topics.append(topic)
+        parts.append(partition)
+        counts.append(batch.num_rows)
+        payloads.append(encode_table(pa.Table.from_batches([batch])))
+    return pa.RecordBatch.from_arrays([pa.array(topics, pa.string()), pa.array(parts, pa.int32()),
+                                       pa.array(counts, pa.int32()), pa.array(payloads, pa.binary())],
+                                      schema=PACKED_SCHEMA)
 
 
 def unpack(payloads: Iterable[bytes]) -> pa.Table:

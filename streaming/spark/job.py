@@ -99,7 +99,8 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
                   .option("readTasks", str(src.read_tasks))
                   .option("unlimitedTopics", plan.heartbeat_topic)
                   .option("timeoutSeconds", str(src.read_timeout_seconds))
-                  .option("packed", "true"))
+                  .option("packed", "true")
+                  .option("reader", src.reader))
         if src.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
     if segments is None:

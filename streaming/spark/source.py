@@ -57,6 +57,9 @@ class _Reader(RangeReader):
         self.isolation = opts.get("isolation", "read_committed")
         self.timeout_s = float(opts.get("timeoutseconds", "300"))
         self.packed = _packed(opts)
+        self.reader = opts.get("reader", "fetch")
+        if self.reader not in ("fetch", "consumer"):
+            raise ValueError(f"reader must be fetch or consumer, got {self.reader!r}")
         self._access = None
         self._target = None  # Trigger.AvailableNow: end offsets frozen at query start
 
@@ -100,10 +103,19 @@ class _Reader(RangeReader):
     # ---- executor side --------------------------------------------------------------------------------------
 
     def read(self, partition: RangeTask) -> Iterator:
+        ranges = list(partition.ranges)
+        if self.reader == "fetch":
+            from ..kafka.fetcher import direct_fetch_refusal
+
+            refusal = direct_fetch_refusal(self.kafka)
+            if refusal is None:
+                chunks = self._fetched(ranges)
+                if chunks is not None:
+                    yield from chunks
+                    return
         from ..kafka.reader import read_ranges
 
-        batches = read_ranges(self.kafka, list(partition.ranges), timeout_s=self.timeout_s,
-                              isolation=self.isolation)
+        batches = read_ranges(self.kafka, ranges, timeout_s=self.timeout_s, isolation=self.isolation)
         if not self.packed:
             yield from batches
             return
@@ -111,6 +123,29 @@ class _Reader(RangeReader):
 
         for batch in batches:
             yield from pack(batch)
+
+    def _fetched(self, ranges: list) -> Iterator | None:
+        """The task's rows read with Fetch requests (:mod:`streaming.kafka.fetcher`), or None when a broker
+        speaks no Fetch version it knows (then the consumer reads them)."""
+        import itertools
+        import logging
+
+        from ..kafka.fetcher import UnsupportedBroker, fetch_ranges
+
+        chunks = fetch_ranges(self.kafka, ranges, timeout_s=self.timeout_s, isolation=self.isolation)
+        try:
+            first = next(chunks)
+        except StopIteration:
+            return iter(())
+        except UnsupportedBroker as exc:
+            logging.getLogger(__name__).warning("%s; reading with the consumer instead", exc)
+            return None
+        chunks = itertools.chain([first], chunks)
+        if not self.packed:
+            return (batch for _, _, batch in chunks)
+        from streaming.job.packed import pack_partitions
+
+        return (pack_partitions([chunk]) for chunk in chunks)
 
 
 def _lower_keys(options) -> dict[str, str]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from protocol.batch import LogRecord, encode_batch
+
 _DUMP_LINE = re.compile(r"^\| offset: (\d+) .*? key: (\{.*?\}) payload: (.*)$")
 _MARKER_LINE = re.compile(r"^\| offset: (\d+) .*? endTxnMarker: (\w+) coordinatorEpoch: (\d+)$")
 
@@ -119,3 +121,29 @@ def rebuild_segments(captures: Path, scenario: str, out_dir: Path) -> list[Path]
         path.write_bytes(b"".join(chunks))
         written.append(path)
     return written
+
+
+def transaction_batches(captures: Path) -> dict[int, list[tuple[dict[str, Any], list[tuple[LogRecord, bool]]]]]:
+    """The ``d_transactions`` recording (a real broker's transactional commits, committed and aborted) as its
+    batches per partition, in log order: each batch's fields and its records with whether the broker showed them
+    to ``read_committed`` consumers."""
+    recording = captures / "conformance" / "kafka-4.0" / "d_transactions" / "records.jsonl"
+    batches: dict[tuple[int, int], tuple[dict[str, Any], list[tuple[LogRecord, bool]]]] = {}
+    for line in recording.read_text().splitlines():
+        r = json.loads(line)
+        b = r["batch"]
+        record = LogRecord(r["offset"], r["timestamp"], bytes.fromhex(r["key_hex"]),
+                           None if r["value_hex"] is None else bytes.fromhex(r["value_hex"]))
+        batches.setdefault((r["partition"], b["base_offset"]), (b, []))[1].append((record, r["visible_read_committed"]))
+    by_partition: dict[int, list[tuple[dict[str, Any], list[tuple[LogRecord, bool]]]]] = {}
+    for (partition, _), item in sorted(batches.items()):
+        by_partition.setdefault(partition, []).append(item)
+    return by_partition
+
+
+def encode_recorded_batch(b: dict[str, Any], records: list[tuple[LogRecord, bool]]) -> bytes:
+    """A recorded batch encoded again; for uncompressed batches these are the broker's own bytes."""
+    return encode_batch([rec for rec, _ in records], base_offset=b["base_offset"], max_timestamp=b["max_timestamp"],
+                        producer_id=b["producer_id"], producer_epoch=b["producer_epoch"],
+                        base_sequence=b["base_sequence"], transactional=b["is_transactional"],
+                        is_control=b["is_control"], partition_leader_epoch=b["partition_leader_epoch"])

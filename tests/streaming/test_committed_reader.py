@@ -9,9 +9,10 @@ import struct
 
 import pytest
 
-from protocol.batch import LogRecord, TimestampType, encode_batch
+from protocol.batch import TimestampType, encode_batch
 from streaming.offline.committed import CommittedReader, log_end_offset
 from streaming.offline.segments import find_segments
+from tests.protocol.conformance import encode_recorded_batch, transaction_batches
 
 T = 1_795_000_000_000
 ABORT, COMMIT = 0, 1
@@ -106,28 +107,19 @@ def test_a_real_brokers_transactions(captures, tmp_path):
     """A Kafka 4.0 broker's transactional commits, committed and aborted: its batches are rebuilt byte for byte
     from the recording (each checked against the broker's own CRC), and exactly the records the broker marked
     visible to read_committed come out."""
-    recording = captures / "conformance" / "kafka-4.0" / "d_transactions" / "records.jsonl"
-    batches: dict[tuple[int, int], tuple[dict, list]] = {}
-    for line in recording.read_text().splitlines():
-        r = json.loads(line)
-        b = r["batch"]
-        record = LogRecord(r["offset"], r["timestamp"], bytes.fromhex(r["key_hex"]),
-                           None if r["value_hex"] is None else bytes.fromhex(r["value_hex"]))
-        batches.setdefault((r["partition"], b["base_offset"]), (b, []))[1].append((record, r["visible_read_committed"]))
     visible: dict[int, list[int]] = {}
-    for (partition, _), (b, records) in sorted(batches.items()):
-        data = encode_batch([rec for rec, _ in records], base_offset=b["base_offset"],
-                            max_timestamp=b["max_timestamp"], producer_id=b["producer_id"],
-                            producer_epoch=b["producer_epoch"], base_sequence=b["base_sequence"],
-                            transactional=b["is_transactional"], is_control=b["is_control"],
-                            partition_leader_epoch=b["partition_leader_epoch"])
-        assert struct.unpack_from(">I", data, 17)[0] == b["crc"], "not the broker's batch"
-        folder = tmp_path / f"__consumer_offsets-{partition}"
-        folder.mkdir(exist_ok=True)
-        with open(folder / "00000000000000000000.log", "ab") as fh:
-            fh.write(data)
-        visible.setdefault(partition, []).extend(rec.offset for rec, seen in records if seen)
-    assert any(not seen and not b["is_control"] for b, records in batches.values() for _, seen in records), \
+    by_partition = transaction_batches(captures)
+    for partition, batches in by_partition.items():
+        for b, records in batches:
+            data = encode_recorded_batch(b, records)
+            assert struct.unpack_from(">I", data, 17)[0] == b["crc"], "not the broker's batch"
+            folder = tmp_path / f"__consumer_offsets-{partition}"
+            folder.mkdir(exist_ok=True)
+            with open(folder / "00000000000000000000.log", "ab") as fh:
+                fh.write(data)
+            visible.setdefault(partition, []).extend(rec.offset for rec, seen in records if seen)
+    assert any(not seen and not b["is_control"] for batches in by_partition.values() for b, records in batches
+               for _, seen in records), \
         "the recording has aborted transactional commits"
     for partition, want in visible.items():
         segments = find_segments(tmp_path / f"__consumer_offsets-{partition}")
