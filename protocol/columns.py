@@ -26,7 +26,6 @@ Sans-IO: bytes in, arrays out. Needs numpy and pyarrow.
 from __future__ import annotations
 
 import heapq
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -35,22 +34,12 @@ import pyarrow as pa
 
 from ._crc import crc32c
 from ._vector import binary_views, record_fields, record_starts
-from .batch import ControlType, TimestampType, decode_batch
+from .batch import (_COMPRESSION_MASK, _CONTROL_BIT, _ENTRY_PREFIX, _MIN_ENTRY_LENGTH, _MIN_RECORD_SIZE,
+                    _TIMESTAMP_TYPE_BIT, _TRANSACTIONAL_BIT, _V2_CRC_START, _V2_HEADER, _V2_HEADER_SIZE, ControlType,
+                    TimestampType, decode_batch)
 from .errors import CodecError
 
 __all__ = ["Columns", "Region", "read_columns", "read_regions"]
-
-_ENTRY_PREFIX = struct.Struct(">qi")
-# baseOffset, length, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp,
-# producerId, producerEpoch, baseSequence, recordsCount: the 61-byte v2 batch header (docs/kafka-formats.md#batch-v2)
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_V2_HEADER_SIZE = 61
-_V2_CRC_START = 21
-_MIN_ENTRY_LENGTH = 14
-_COMPRESSION = 0x07
-_LOG_APPEND_TIME = 0x08
-_TRANSACTIONAL = 0x10
-_CONTROL = 0x20
 
 
 @dataclass
@@ -172,17 +161,18 @@ def _frame(view: memoryview, region: Region, index: int, fast: list[tuple[int, .
         if queue and producer_id >= 0:
             while queue and queue[0][0] <= last_offset:
                 aborted_pids.add(heapq.heappop(queue)[1])
-        if attributes & _CONTROL:
+        if attributes & _CONTROL_BIT:
             if aborted_pids and producer_id in aborted_pids and _is_abort(view, pos_here, verify_crc):
                 aborted_pids.discard(producer_id)
             continue
-        if attributes & _TRANSACTIONAL and producer_id in aborted_pids:
+        if attributes & _TRANSACTIONAL_BIT and producer_id in aborted_pids:
             dropped += count
             continue
         if verify_crc and crc32c(view[pos_here + _V2_CRC_START : end]) != crc:
             problems.append(f"batch at offset {base}: CRC-32C mismatch; its records are left out")
             continue
-        if attributes & _COMPRESSION or count <= 0 or count > (end - pos_here - _V2_HEADER_SIZE) // 7:
+        fits = (end - pos_here - _V2_HEADER_SIZE) // _MIN_RECORD_SIZE  # records the batch's bytes can hold
+        if attributes & _COMPRESSION_MASK or count <= 0 or count > fits:
             _exact_batch(view, pos_here, base, exact, problems, False, index)
             continue
         fast.append((pos_here, end, base, count, attributes, base_ts, max_ts, index))
@@ -243,7 +233,7 @@ def _fill(view: memoryview, regions: Sequence[Region], out: list[Columns], fast:
                 _exact_batch(view, int(positions[b]), int(bases[b]), exact, out[index].problems, False, index)
         offsets = bases[row_batch] + f.offset_delta
         region = table[row_batch, 7]
-        append_time = (table[:, 4] & _LOG_APPEND_TIME) != 0
+        append_time = (table[:, 4] & _TIMESTAMP_TYPE_BIT) != 0
         stamps = np.where(append_time[row_batch], table[row_batch, 6], table[row_batch, 5] + f.timestamp_delta)
         keep = batch_ok[row_batch] & (offsets >= firsts[region]) & (offsets < limits[region])
         rows = None if keep.all() else np.flatnonzero(keep)
@@ -252,8 +242,8 @@ def _fill(view: memoryview, regions: Sequence[Region], out: list[Columns], fast:
             return a if rows is None else a[rows]
 
         parts.append((kept(region), kept(positions[row_batch]), kept(offsets), kept(stamps),
-                      _binary(arr, view, kept(f.key_start), kept(f.key_length)),
-                      _binary(arr, view, kept(f.value_start), kept(f.value_length))))
+                      _binary(view, kept(f.key_start), kept(f.key_length)),
+                      _binary(view, kept(f.value_start), kept(f.value_length))))
     if exact.offsets:
         offsets = np.array(exact.offsets, dtype=np.int64)
         region = np.array(exact.region, dtype=np.int64)
@@ -281,7 +271,7 @@ def _fill(view: memoryview, regions: Sequence[Region], out: list[Columns], fast:
             c.keys, c.values = keys.slice(lo, hi - lo), values.slice(lo, hi - lo)
 
 
-def _binary(arr: np.ndarray, view: memoryview, start: np.ndarray, length: np.ndarray) -> pa.Array:
+def _binary(view: memoryview, start: np.ndarray, length: np.ndarray) -> pa.Array:
     """A binary array of the byte ranges ``[start, start + length)`` of the data (length -1: null), copied out of
     it by Arrow's cast from a binary view (:func:`protocol._vector.binary_views`)."""
     if len(start) == 0:

@@ -39,27 +39,19 @@ def pack(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     topic_codes = pc.dictionary_encode(table.column("topic")).combine_chunks().indices.to_numpy()
     starts = np.flatnonzero((np.diff(partitions) != 0) | (np.diff(topic_codes) != 0)) + 1
     bounds = [0, *starts.tolist(), table.num_rows]
-    topics, parts, counts, payloads = [], [], [], []
-    for lo, hi in zip(bounds, bounds[1:]):
-        chunk = table.slice(lo, hi - lo)
-        topics.append(chunk.column("topic")[0].as_py())
-        parts.append(int(partitions[lo]))
-        counts.append(hi - lo)
-        payloads.append(encode_table(chunk))
-    yield pa.RecordBatch.from_arrays([pa.array(topics, pa.string()), pa.array(parts, pa.int32()),
-                                      pa.array(counts, pa.int32()), pa.array(payloads, pa.binary())],
-                                     schema=PACKED_SCHEMA)
+    yield pack_partitions((table.column("topic")[lo].as_py(), int(partitions[lo]), table.slice(lo, hi - lo))
+                          for lo, hi in zip(bounds, bounds[1:]))
 
 
-def pack_partitions(chunks: Iterable[tuple[str, int, pa.RecordBatch]]) -> pa.RecordBatch:
+def pack_partitions(chunks: Iterable[tuple[str, int, pa.RecordBatch | pa.Table]]) -> pa.RecordBatch:
     """One ``PACKED_SCHEMA`` batch of chunks that each hold one topic-partition's ``SOURCE`` rows in offset order
-    already (what the direct fetch reader yields): one row per chunk, nothing sorted."""
+    already: one row per chunk."""
     topics, parts, counts, payloads = [], [], [], []
-    for topic, partition, batch in chunks:
+    for topic, partition, rows in chunks:
         topics.append(topic)
         parts.append(partition)
-        counts.append(batch.num_rows)
-        payloads.append(encode_table(pa.Table.from_batches([batch])))
+        counts.append(rows.num_rows)
+        payloads.append(encode_table(rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])))
     return pa.RecordBatch.from_arrays([pa.array(topics, pa.string()), pa.array(parts, pa.int32()),
                                        pa.array(counts, pa.int32()), pa.array(payloads, pa.binary())],
                                       schema=PACKED_SCHEMA)

@@ -214,6 +214,18 @@ class KafkaAccess:
             return []
         return sorted(t.partitions)
 
+    def leaders(self, topic: str) -> tuple[dict[int, tuple[str, int]], dict[int, int]]:
+        """Every broker's address, and the leader of each partition of ``topic`` that has one."""
+        try:
+            md = self._admin.list_topics(topic, timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"metadata request for {topic} failed: {exc}") from None
+        brokers = {b.id: (b.host, b.port) for b in md.brokers.values()}
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            return brokers, {}
+        return brokers, {p.id: p.leader for p in t.partitions.values() if p.leader >= 0}
+
     def _list(self, tps: list[TopicPartition], spec: OffsetSpec, isolation: IsolationLevel) -> dict[tuple[str, int], int]:
         if not tps:
             return {}

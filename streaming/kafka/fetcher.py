@@ -3,8 +3,9 @@ reached in plaintext).
 
 Why not a consumer: a read task's cost was one Python message object per record (~1 µs in librdkafka and
 confluent-kafka) plus turning those objects into Arrow columns (~0.6 µs). A fetch response already holds the
-partition's record batches as the broker stores them; :func:`protocol.columns.read_columns` turns them into columns
-at ~0.2 µs a record (all partitions of a response in one pass), applying what ``read_committed`` means (control batches and aborted transactions left out).
+partition's record batches as the broker stores them; :func:`protocol.columns.read_regions` turns them into columns
+at ~0.2 µs a record (all partitions of a response in one pass), applying what ``read_committed`` means (control
+batches and aborted transactions left out).
 
 What it does, per read task: asks librdkafka's admin client which broker leads each partition (so bootstrap,
 metadata and their errors stay with the library), opens one plain TCP connection per leader, checks with
@@ -240,15 +241,10 @@ class _Leaders:
     """Which connection reads which partition: leaders from librdkafka's metadata, one connection per broker."""
 
     def __init__(self, kafka: Mapping[str, str], timeout_s: float) -> None:
-        from confluent_kafka.admin import AdminClient
+        from .client import KafkaAccess
 
-        from .client import with_logger
-
-        conf = {k: str(v) for k, v in kafka.items()}
-        conf.setdefault("log_level", "3")
-        conf["allow.auto.create.topics"] = "false"
-        self._admin = AdminClient(with_logger(conf))
-        self._client_id = conf.get("client.id", "groupscope-reader")
+        self._access = KafkaAccess(kafka, timeout_s=min(10.0, timeout_s))
+        self._client_id = str(kafka.get("client.id", "groupscope-reader"))
         self._timeout_s = timeout_s
         self._connections: dict[int, _Connection] = {}
         self._leader: dict[tuple[str, int], int] = {}
@@ -257,21 +253,16 @@ class _Leaders:
         self.last_problem: str | None = None
 
     def _refresh(self, topics: set[str]) -> None:
-        from confluent_kafka import KafkaException
+        from .client import KafkaUnavailable
 
         for topic in topics:
             try:
-                md = self._admin.list_topics(topic, timeout=min(10.0, self._timeout_s))
-            except KafkaException as exc:
-                self.last_problem = f"metadata: {exc}"
+                brokers, leaders = self._access.leaders(topic)
+            except KafkaUnavailable as exc:
+                self.last_problem = str(exc)
                 return
-            self._addresses.update({b.id: (b.host, b.port) for b in md.brokers.values()})
-            t = md.topics.get(topic)
-            if t is None or t.error is not None:
-                continue
-            for p in t.partitions.values():
-                if p.leader >= 0:
-                    self._leader[(topic, p.id)] = p.leader
+            self._addresses.update(brokers)
+            self._leader.update({(topic, p): broker for p, broker in leaders.items()})
         self.stale = False
 
     def _connection(self, broker: int) -> _Connection | None:
