@@ -130,8 +130,10 @@ class ShardStep:
         rows = rows.set_column(ts_index, "timestamp", pc.cast(rows.column("timestamp"), TS, safe=False))
         topics = rows.column("topic")
         is_hb = pc.equal(topics, self.config.heartbeat_topic).fill_null(False)
-        records = rows.filter(pc.and_(pc.invert(is_hb), pc.equal(rows.column("partition"), self.shard)))
-        heartbeats = rows.filter(is_hb)
+        mine = pc.and_(pc.invert(is_hb), pc.equal(rows.column("partition"), self.shard))
+        # Filtering copies every column; a catch-up batch is nearly all this shard's records.
+        records = rows if pc.all(mine).as_py() else rows.filter(mine)
+        heartbeats = rows.filter(is_hb) if pc.any(is_hb).as_py() else rows.slice(0, 0)
 
         touched: set[str] = set()
         errors = unknown = 0
@@ -281,9 +283,11 @@ class ShardStep:
         commits = None
         offsets_col = records.column("offset").to_numpy()
         if is_offset.any():
-            mask = pa.array(is_offset)
-            src = records.filter(mask)
-            d = decoded.filter(mask)
+            if is_offset.all():  # the common case: nothing to filter out (filtering copies every string column)
+                src, d = records, decoded
+            else:
+                mask = pa.array(is_offset)
+                src, d = records.filter(mask), decoded.filter(mask)
             ts = src.column("timestamp")
             commits = pa.Table.from_arrays(
                 [pa.array(np.full(src.num_rows, self.shard, np.int32)), src.column("offset"), ts,
@@ -302,7 +306,10 @@ class ShardStep:
         positions = np.flatnonzero(ok_np)
         if is_offset.any():
             offset_pos = np.flatnonzero(is_offset)
-            key_idx = pc.dictionary_encode(records.column("key").take(pa.array(offset_pos))).combine_chunks()
+            offset_keys = records.column("key")
+            if len(offset_pos) < records.num_rows:
+                offset_keys = offset_keys.take(pa.array(offset_pos))
+            key_idx = pc.dictionary_encode(offset_keys).combine_chunks()
             idx = key_idx.indices.to_numpy()
             _, last_rev = np.unique(idx[::-1], return_index=True)
             keep = offset_pos[len(idx) - 1 - last_rev]
@@ -316,32 +323,30 @@ class ShardStep:
                     _, live_rev = np.unique(idx[live][::-1], return_index=True)
                     keep = np.union1d(keep, offset_pos[live[len(live) - 1 - live_rev]])
             positions = np.union1d(np.flatnonzero(ok_np & ~is_offset), keep)
+        # Only the replayed rows become Python values (a catch-up batch replays one row in ~40).
         keys = records.column("key")
         values = records.column("value")
-        groups = decoded.column("group_id")
-        gl = groups.to_pylist()
+        replayed = decoded.select(["group_id", "topic", "partition", "committed_offset", "leader_epoch", "metadata",
+                                   "commit_timestamp"]).take(pa.array(positions, pa.int64()))
+        group, topic, partition, committed, epoch, metadata, commit_ts = (c.to_pylist() for c in replayed.columns)
         tombstone = decoded.column("is_tombstone").to_numpy(zero_copy_only=False)
-        cols = {name: decoded.column(name).to_pylist() for name in
-                ("topic", "partition", "committed_offset", "leader_epoch", "metadata", "commit_timestamp")} \
-            if is_offset.any() else None
-        for i in positions.tolist():
-            offset = int(offsets_col[i])
-            timestamp = int(ts_ms[i])
-            if is_offset[i] and not tombstone[i]:
-                group = gl[i]
-                model.replay_offset_commit(offset, group, cols["topic"][i], cols["partition"][i],
-                                           cols["committed_offset"][i], cols["leader_epoch"][i], cols["metadata"][i],
-                                           cols["commit_timestamp"][i], timestamp)
-                touched.add(group)
+        is_commit = (is_offset & ~tombstone)[positions].tolist()
+        offsets = offsets_col[positions].tolist()
+        stamps = ts_ms[positions].tolist()
+        for j, i in enumerate(positions.tolist()):
+            if is_commit[j]:
+                model.replay_offset_commit(offsets[j], group[j], topic[j], partition[j], committed[j], epoch[j],
+                                           metadata[j], commit_ts[j], stamps[j])
+                touched.add(group[j])
                 continue
             try:
                 record = decode_record(keys[i].as_py(), values[i].as_py())
             except CodecError:
                 continue  # already quarantined by the vectorized decode
-            model.replay(offset, timestamp, record)
-            group = getattr(record, "group_id", None)
-            if group:
-                touched.add(group)
+            model.replay(offsets[j], stamps[j], record)
+            record_group = getattr(record, "group_id", None)
+            if record_group:
+                touched.add(record_group)
         unknown = int(unknown_mask.sum())
         return commits, quarantine, touched, errors, unknown
 

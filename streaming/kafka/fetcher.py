@@ -10,7 +10,8 @@ batches and aborted transactions left out).
 What it does, per read task: asks librdkafka's admin client which broker leads each partition (so bootstrap,
 metadata and their errors stay with the library), opens one plain TCP connection per leader, checks with
 ApiVersions which Fetch version the broker speaks, and then sends sessionless Fetch requests for every
-unfinished range of that leader until each range is read. Retriable trouble (a moved leader, a dropped
+unfinished range of that leader until each range is read, one request in flight per connection: the next is sent
+as soon as a response's batch headers are walked, before its records are read. Retriable trouble (a moved leader, a dropped
 connection, a broker restarting) means a fresh leader lookup and a retry; no progress for ``timeout_s`` raises
 :class:`~streaming.kafka.reader.ReadTimeout`, after which Spark retries the task.
 
@@ -31,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from protocol import fetch as wire
-from protocol.columns import Columns, Region, read_regions
+from protocol.columns import Columns, Region, fill_regions, frame_regions
 from protocol.errors import CodecError
 from streaming.schema.tables import SOURCE
 
@@ -80,6 +81,7 @@ class _Connection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
         self._correlation = 0
+        self._sent: list[int] = []  # correlation ids of the requests awaiting their response, oldest first
         self.fetch_version = self._negotiate()
 
     def _negotiate(self) -> int:
@@ -96,20 +98,29 @@ class _Connection:
         return self._correlation
 
     def call(self, request: bytes) -> memoryview:
+        self.send(request)
+        return self.receive()
+
+    def send(self, request: bytes) -> None:
+        """Sends a request; its response comes from :meth:`receive` (a broker answers a connection's requests in
+        the order they were sent)."""
         self.sock.sendall(request)
-        sent_id = _SIZE.unpack_from(request, 8)[0]
+        self._sent.append(_SIZE.unpack_from(request, 8)[0])
+
+    def receive(self) -> memoryview:
         (size,) = _SIZE.unpack(self._exactly(4))
         response = self._exactly(size)
-        if wire.response_correlation_id(response) != sent_id:
+        if wire.response_correlation_id(response) != self._sent.pop(0):
             raise ConnectionError(f"broker {self.address} answered another request")
         return response
 
-    def fetch(self, partitions: list[wire.FetchPartitionRequest], isolation_level: int) -> tuple[memoryview,
-                                                                                                 wire.FetchResponse]:
-        request = wire.encode_fetch_request(self.fetch_version, self._next(), self.client_id, partitions,
-                                            isolation_level=isolation_level, max_wait_ms=500,
-                                            max_bytes=_RESPONSE_MAX_BYTES)
-        buf = self.call(request)
+    def send_fetch(self, partitions: list[wire.FetchPartitionRequest], isolation_level: int) -> None:
+        self.send(wire.encode_fetch_request(self.fetch_version, self._next(), self.client_id, partitions,
+                                           isolation_level=isolation_level, max_wait_ms=500,
+                                           max_bytes=_RESPONSE_MAX_BYTES))
+
+    def receive_fetch(self) -> tuple[memoryview, wire.FetchResponse]:
+        buf = self.receive()
         return buf, wire.decode_fetch_response(self.fetch_version, buf)
 
     def _exactly(self, n: int) -> memoryview:
@@ -155,54 +166,90 @@ def fetch_ranges(
     read_committed = isolation == "read_committed"
     level = wire.READ_COMMITTED if read_committed else wire.READ_UNCOMMITTED
     reader = _Leaders(kafka, timeout_s)
+    # One fetch in flight per connection, sent as soon as the previous response's batch headers say where each
+    # range goes on: the broker prepares the next response while this task reads the records of the last one.
+    in_flight: dict[_Connection, list[_Range]] = {}
+
+    def send_idle() -> None:
+        """Sends a fetch on every connection without one in flight, for its ranges not already asked for."""
+        asked = {(r.topic, r.partition) for parts in in_flight.values() for r in parts}
+        idle = [r for key, r in todo.items() if key not in asked]
+        if not idle:
+            return
+        for conn, parts in reader.assignments(idle).items():
+            if conn in in_flight:
+                continue  # these go with that connection's next request
+            try:
+                conn.send_fetch([wire.FetchPartitionRequest(r.topic, r.partition, r.next, r.max_bytes)
+                                 for r in parts], level)
+            except OSError as exc:
+                reader.forget(conn, f"{type(exc).__name__}: {exc}")
+                continue
+            in_flight[conn] = parts
+
     last_progress = time.monotonic()
     try:
         while todo:
-            progressed = False
-            for conn, parts in reader.assignments(list(todo.values())).items():
-                try:
-                    buf, response = conn.fetch([wire.FetchPartitionRequest(r.topic, r.partition, r.next, r.max_bytes)
-                                                for r in parts], level)
-                except (OSError, ConnectionError, CodecError) as exc:
-                    reader.forget(conn, f"{type(exc).__name__}: {exc}")
+            send_idle()
+            if not in_flight:  # no leader reachable now
+                if time.monotonic() - last_progress > timeout_s:
+                    raise _timeout(todo, timeout_s, reader)
+                time.sleep(0.05)
+                continue
+            conn = next(iter(in_flight))
+            in_flight.pop(conn)
+            try:
+                buf, response = conn.receive_fetch()
+            except (OSError, ConnectionError, CodecError) as exc:
+                reader.forget(conn, f"{type(exc).__name__}: {exc}")
+                continue
+            reading = []
+            for p in response.partitions:
+                r = todo.get((p.topic, p.partition))
+                if r is None:
                     continue
-                reading = []
-                for p in response.partitions:
-                    r = todo.get((p.topic, p.partition))
-                    if r is None:
-                        continue
-                    if p.error_code:
-                        _on_error(r, p, reader)
-                        continue
-                    reading.append((r, Region(p.records[0], p.records[1], r.next, r.end,
-                                              [(a.producer_id, a.first_offset) for a in p.aborted])))
-                results = read_regions(buf, [region for _, region in reading], read_committed=read_committed)
-                for (r, _), columns in zip(reading, results):
-                    for problem in columns.problems:
-                        log.warning("%s-%d: %s", r.topic, r.partition, problem)
-                    if columns.cut_short:
-                        r.max_bytes *= 2  # one batch larger than the partition's limit: ask for more
-                    if columns.next_offset > r.next:
-                        progressed = True
-                        r.next = columns.next_offset
-                    if len(columns):
-                        r.pending.append(columns)
-                        r.pending_rows += len(columns)
-                    done = r.next >= r.end
-                    if done:
-                        del todo[(r.topic, r.partition)]
-                    if r.pending_rows >= batch_rows or (done and r.pending):
-                        yield r.topic, r.partition, _source_rows(r)
+                if p.error_code:
+                    _on_error(r, p, reader)
+                    continue
+                reading.append((r, Region(p.records[0], p.records[1], r.next, r.end,
+                                          [(a.producer_id, a.first_offset) for a in p.aborted])))
+            framed = frame_regions(buf, [region for _, region in reading], read_committed=read_committed)
+            progressed = False
+            finished: set[int] = set()
+            for (r, _), columns in zip(reading, framed.columns):
+                for problem in columns.problems:
+                    log.warning("%s-%d: %s", r.topic, r.partition, problem)
+                if columns.cut_short:
+                    r.max_bytes *= 2  # one batch larger than the partition's limit: ask for more
+                if columns.next_offset > r.next:
+                    progressed = True
+                    r.next = columns.next_offset
+                if r.next >= r.end:
+                    del todo[(r.topic, r.partition)]
+                    finished.add(id(r))
+            if not reader.stale:
+                send_idle()
+            for (r, _), columns in zip(reading, fill_regions(framed)):
+                if len(columns):
+                    r.pending.append(columns)
+                    r.pending_rows += len(columns)
+                if r.pending_rows >= batch_rows or (id(r) in finished and r.pending):
+                    yield r.topic, r.partition, _source_rows(r)
+            now = time.monotonic()
             if progressed:
-                last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > timeout_s:
-                missing = ", ".join(f"{r.topic}-{r.partition}@{r.next}..{r.end}" for r in todo.values())
-                raise ReadTimeout(f"no progress for {timeout_s:.0f} s reading {missing}"
-                                  + (f" (last problem: {reader.last_problem})" if reader.last_problem else ""))
-            elif todo:
-                time.sleep(0.05)  # every leader errored or had nothing: do not spin
+                last_progress = now
+            elif now - last_progress > timeout_s:
+                raise _timeout(todo, timeout_s, reader)
+            elif now - last_progress > 0.05:
+                time.sleep(0.05)  # errors or nothing from every leader for a while: do not spin
     finally:
         reader.close()
+
+
+def _timeout(todo: Mapping[tuple[str, int], _Range], timeout_s: float, reader: "_Leaders") -> ReadTimeout:
+    missing = ", ".join(f"{r.topic}-{r.partition}@{r.next}..{r.end}" for r in todo.values())
+    return ReadTimeout(f"no progress for {timeout_s:.0f} s reading {missing}"
+                       + (f" (last problem: {reader.last_problem})" if reader.last_problem else ""))
 
 
 def _on_error(r: _Range, p: wire.FetchPartition, reader: "_Leaders") -> None:

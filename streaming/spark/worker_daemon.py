@@ -56,6 +56,9 @@ PRELOADED_MODULES = (
     "streaming.spark.source",
     "streaming.spark.segment_source",
     "streaming.job.bulk_files",
+    "streaming.kafka.fetcher",  # the read tasks' Fetch reader (imported when a read starts)
+    "pyarrow.acero",  # grouping the bulk tables' rows by Delta partition
+    "encodings.idna",  # resolving a broker's host name
 )
 
 # Thread pools some of those libraries would otherwise start on import. Both stay off in the workers too: their

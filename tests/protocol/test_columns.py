@@ -225,6 +225,15 @@ def test_regions_of_one_buffer_read_at_once_equal_each_read_alone():
         assert [where.sub("", p) for p in got.problems] == [where.sub("", p) for p in alone.problems]
     assert [len(c) for c in together] == [6, 0, 5, 2, 0]
 
+    # Framing alone already says where each region's next read starts; filling adds the records, nothing else.
+    from protocol.columns import fill_regions, frame_regions
+
+    framed = frame_regions(data, regions)
+    before = [(c.next_offset, c.cut_short, len(c)) for c in framed.columns]
+    assert before == [(c.next_offset, c.cut_short, 0) for c in together]
+    filled = fill_regions(framed)
+    assert [rows_of(c) for c in filled] == [rows_of(c) for c in together]
+
 
 @pytest.mark.parametrize("name", ["rewind", "kip848_storm_and_rolling", "rolling_restart_classic"])
 def test_a_real_brokers_segment_files(captures, name):
