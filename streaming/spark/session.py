@@ -37,7 +37,11 @@ DEFAULT_CONF = {
     # few MB of state): the serial collector starting from a 64 MB heap grows it only as far as the batches need,
     # where G1 kept 0.4-0.8 GB more committed from one run to the next on the 5M-record catch-up
     # (benchmarks/README.md). Executors of a cluster keep the JVM's default collector.
-    "spark.driver.extraJavaOptions": "-Xss16m -XX:+UseSerialGC -Xms64m",
+    # The driver's JVM compiles with the quick compiler only (C1, no C2): its own work is moving opaque payloads
+    # between Python and Spark, and on the 5M-record catch-up the JIT's optimizing compiler threads took 6.6 of the
+    # JVM's 13 CPU seconds, most of them in the first seconds, on the two cores the start-up and the first batch
+    # need. With C1 alone they took 1.5 s and the first batch was planned 0.6 s sooner.
+    "spark.driver.extraJavaOptions": "-Xss16m -XX:+UseSerialGC -Xms64m -XX:TieredStopAtLevel=1",
     "spark.executor.extraJavaOptions": "-Xss16m",
     "spark.sql.streaming.stopTimeout": "60s",
     "spark.sql.adaptive.enabled": "false",
