@@ -9,10 +9,13 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from streaming.api import ApiServer, ClusterInfo, ClusterSource
 from streaming.job.batch_sink import BatchResult, partition_rows_for_metrics, table_rows
 from streaming.config import Settings
-from streaming.sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
+from streaming.sinks.prometheus import METRIC_EVENT_KINDS, MetricsServer, MetricsState, MonitorHealth
 
 __all__ = ["MetricsFeed", "ClusterFeed"]
 
@@ -51,7 +54,15 @@ class ClusterFeed:
             query_restarts=self.status.restarts,
         )
         self.state.apply_batch(table_rows(result, "groups"), partition_rows_for_metrics(result),
-                               table_rows(result, "group_events"), self.health, batch_id=result.batch_id)
+                               _metric_events(result), self.health, batch_id=result.batch_id)
+
+
+def _metric_events(result: BatchResult) -> list[dict]:
+    """The batch's events of the kinds the metrics act on, as rows (the others are not converted at all)."""
+    events = result.tables.get("group_events")
+    if events is None:
+        return []
+    return events.filter(pc.is_in(events.column("kind"), pa.array(METRIC_EVENT_KINDS))).to_pylist()
 
 
 class MetricsFeed:

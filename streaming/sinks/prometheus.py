@@ -44,6 +44,7 @@ __all__ = [
     "PartitionFigures",
     "StateView",
     "MetricsState",
+    "METRIC_EVENT_KINDS",
     "GroupscopeCollector",
     "MetricsServer",
 ]
@@ -353,6 +354,12 @@ class StateView:
     partitions: Mapping[str, Mapping[tuple[str, int], PartitionFigures]]
     health: MonitorHealth
     anomalies: int
+
+
+# The event kinds MetricsState acts on; the others (status changes, rebalances, joins) reach the metrics through
+# the group rows' counters and statuses. A cold start's first batch carries one status event per group-partition,
+# so a caller can leave the rest out before turning rows into Python values (tens of thousands of rows).
+METRIC_EVENT_KINDS = ("GroupDeleted", "OffsetDeleted", "Anomaly")
 
 
 class MetricsState:

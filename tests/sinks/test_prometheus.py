@@ -377,6 +377,58 @@ def test_counters_come_from_the_row_and_anomalies_from_events():
     assert value(s, "groupscope_model_anomalies_total") == 2
 
 
+def _event_kinds() -> list[str]:
+    from streaming.model import events as ev
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    return sorted({c.__name__ for c in subclasses(ev.Event) if not c.__name__.startswith("_")})
+
+
+@pytest.mark.parametrize("kind", _event_kinds())
+def test_only_the_listed_event_kinds_change_the_metrics(kind):
+    """The job converts only METRIC_EVENT_KINDS rows for the metrics (a cold start's first batch has a status event
+    per group-partition): any kind the state acts on must be in that list, or the job would drop it."""
+    from streaming.sinks.prometheus import METRIC_EVENT_KINDS
+
+    def after(events):
+        state = MetricsState(keep_partitions=True)
+        state.apply_batch([group_row("g1"), group_row("g2")], g1_partitions(), batch_id=0)
+        state.apply_batch(event_rows=events, batch_id=1)
+        return scrape(state, partition_metrics=True)
+
+    changed = after([event(kind, "g1", topic="orders", partition=0)]) != after([])
+    assert changed == (kind in METRIC_EVENT_KINDS), \
+        f"{kind} {'changes' if changed else 'does not change'} the metrics; METRIC_EVENT_KINDS says otherwise"
+
+
+def test_the_feed_hands_the_metrics_only_the_events_they_act_on():
+    import pyarrow as pa
+
+    from streaming.config import load_settings
+    from streaming.job.batch_sink import BatchResult
+    from streaming.job.metrics_feed import MetricsFeed
+    from streaming.job.runner import JobStatus
+    from streaming.schema.tables import GROUP_EVENTS
+
+    feed = MetricsFeed(load_settings(None, {"metrics": {"port": 0, "host": "127.0.0.1"}}), JobStatus())
+    feed.state.apply_batch([group_row("g1"), group_row("gone")], batch_id=0)
+    rows = [dict.fromkeys(GROUP_EVENTS.names) | {"kind": "StatusChanged", "group_id": "g1", "shard": 3, "offset": i,
+                                                  "topic": "orders", "partition": i % 3} for i in range(2000)]
+    rows += [dict.fromkeys(GROUP_EVENTS.names) | {"kind": "GroupDeleted", "group_id": "gone", "shard": 3,
+                                                   "offset": 2000},
+             dict.fromkeys(GROUP_EVENTS.names) | {"kind": "Anomaly", "group_id": "g1", "shard": 3, "offset": 2001}]
+    feed.apply(BatchResult(1, tables={"group_events": pa.Table.from_pylist(rows, schema=GROUP_EVENTS)},
+                           health=[step(0)]))
+    s = scrape(feed.state)
+    assert not names_for_group(s, "gone"), "GroupDeleted reached the metrics"
+    assert names_for_group(s, "g1")
+    assert value(s, "groupscope_model_anomalies_total") == 1, "Anomaly reached the metrics"
+
+
 def test_verdict_series_come_from_the_group_row():
     """Counters and the storm gauge are the model's (checkpointed) totals, so a job restart does not reset them."""
     state = MetricsState()
