@@ -49,6 +49,21 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
 
 
+def _single_partition(table: pa.Table, partition_by: Sequence[str]) -> dict[str, str | None] | None:
+    """The partition values when every row has the same non-null ones (None otherwise). The common case (a
+    catch-up batch of one shard spans one day) then skips grouping the rows and filtering a copy per group."""
+    values: dict[str, str | None] = {}
+    for col in partition_by:
+        column = table.column(col)
+        if column.null_count:
+            return None
+        low, high = pc.min_max(column).values()
+        if low != high:
+            return None
+        values[col] = _partition_text(low.as_py())
+    return values
+
+
 def write_data_files(table_uri: str, table: pa.Table, partition_by: Sequence[str]) -> list[dict[str, Any]]:
     """Writes ``table`` as Parquet files under ``table_uri`` (one per partition value) and returns their add actions.
 
@@ -59,7 +74,10 @@ def write_data_files(table_uri: str, table: pa.Table, partition_by: Sequence[str
     if table.num_rows == 0:
         return []
     fs, base = _filesystem(table_uri)
-    if partition_by:
+    single = _single_partition(table, partition_by)
+    if single is not None:
+        parts = [(single, table)]
+    elif partition_by:
         keys = table.select(list(partition_by))
         groups = keys.group_by(list(partition_by), use_threads=False).aggregate([])
         parts = []
