@@ -28,12 +28,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _alive_workers(ui_port: int) -> int:
+def _master_state(ui_port: int, master_url: str) -> dict | None:
+    """The master's JSON status, or None until our master answers on ``ui_port`` (another process that took the
+    port first answers with something else: HTML, or another master's URL)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as resp:
             state = json.load(resp)
-    except OSError:
-        return 0
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and state.get("url") == master_url else None
+
+
+def _alive_workers(ui_port: int, master_url: str) -> int:
+    state = _master_state(ui_port, master_url) or {}
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
 
@@ -60,22 +67,30 @@ def standalone_cluster(workdir: Path, workers: int = 2, *, cores: int = 1, memor
             procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
                                           start_new_session=True))
 
-    try:
-        start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-               "--webui-port", str(ui_port)], "master.log")
-        for i in range(workers):
-            start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
-                   "--memory", memory, "--webui-port", "0", "--work-dir", str(workdir / f"worker-{i}"), master_url],
-                  f"worker-{i}.log")
-        deadline = time.monotonic() + timeout_s
-        while _alive_workers(ui_port) < workers:
+    deadline = time.monotonic() + timeout_s
+
+    def wait_for(ready, what: str) -> None:
+        while not ready():
             dead = [p.args[1] for p in procs if p.poll() is not None]
             if dead:
                 raise RuntimeError(f"standalone cluster process exited early: {dead}; logs in {workdir}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{workers} workers did not register with {master_url} in {timeout_s:.0f} s; "
-                                   f"logs in {workdir}")
+                raise RuntimeError(f"{what} within {timeout_s:.0f} s; logs in {workdir}")
             time.sleep(0.5)
+
+    try:
+        # The master first, and its status page up, before the workers bind their own ports: a worker binding
+        # the port picked for the master's page before the master does would answer in its place.
+        start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+               "--webui-port", str(ui_port)], "master.log")
+        wait_for(lambda: _master_state(ui_port, master_url) is not None,
+                 f"the master {master_url} did not answer on its status port {ui_port}")
+        for i in range(workers):
+            start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
+                   "--memory", memory, "--webui-port", "0", "--work-dir", str(workdir / f"worker-{i}"), master_url],
+                  f"worker-{i}.log")
+        wait_for(lambda: _alive_workers(ui_port, master_url) >= workers,
+                 f"{workers} workers did not register with {master_url}")
         yield master_url
     finally:
         for proc in reversed(procs):
