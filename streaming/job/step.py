@@ -304,6 +304,7 @@ class ShardStep:
         model = self.model
         ts_ms = records.column("timestamp").cast(pa.int64()).to_numpy()
         positions = np.flatnonzero(ok_np)
+        tombstone = decoded.column("is_tombstone").to_numpy(zero_copy_only=False)
         if is_offset.any():
             offset_pos = np.flatnonzero(is_offset)
             offset_keys = records.column("key")
@@ -316,9 +317,8 @@ class ShardStep:
             # A key whose last record is a tombstone keeps its last commit too: the model must hold the offset
             # before the tombstone removes it, or no OffsetDeleted is emitted (a live run reading the two records in
             # different batches would emit one).
-            tomb = decoded.column("is_tombstone").to_numpy(zero_copy_only=False)
-            if tomb[keep].any():
-                live = np.flatnonzero(~tomb[offset_pos])
+            if tombstone[keep].any():
+                live = np.flatnonzero(~tombstone[offset_pos])
                 if len(live):
                     _, live_rev = np.unique(idx[live][::-1], return_index=True)
                     keep = np.union1d(keep, offset_pos[live[len(live) - 1 - live_rev]])
@@ -329,7 +329,6 @@ class ShardStep:
         replayed = decoded.select(["group_id", "topic", "partition", "committed_offset", "leader_epoch", "metadata",
                                    "commit_timestamp"]).take(pa.array(positions, pa.int64()))
         group, topic, partition, committed, epoch, metadata, commit_ts = (c.to_pylist() for c in replayed.columns)
-        tombstone = decoded.column("is_tombstone").to_numpy(zero_copy_only=False)
         is_commit = (is_offset & ~tombstone)[positions].tolist()
         offsets = offsets_col[positions].tolist()
         stamps = ts_ms[positions].tolist()
