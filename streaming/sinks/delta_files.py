@@ -50,8 +50,9 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
 
 
 def _single_partition(table: pa.Table, partition_by: Sequence[str]) -> dict[str, str | None] | None:
-    """The partition values when every row has the same non-null ones (None otherwise). The common case (a
-    catch-up batch of one shard spans one day) then skips grouping the rows and filtering a copy per group."""
+    """The partition values when every row has the same non-null ones (``{}`` for an unpartitioned table; None
+    otherwise). The common case (a catch-up batch of one shard spans one day) then skips grouping the rows and
+    filtering a copy per group."""
     values: dict[str, str | None] = {}
     for col in partition_by:
         column = table.column(col)
@@ -77,7 +78,7 @@ def write_data_files(table_uri: str, table: pa.Table, partition_by: Sequence[str
     single = _single_partition(table, partition_by)
     if single is not None:
         parts = [(single, table)]
-    elif partition_by:
+    else:
         keys = table.select(list(partition_by))
         groups = keys.group_by(list(partition_by), use_threads=False).aggregate([])
         parts = []
@@ -88,8 +89,6 @@ def write_data_files(table_uri: str, table: pa.Table, partition_by: Sequence[str
                 cond = pc.is_null(table.column(col)) if value is None else pc.equal(table.column(col), value)
                 mask = cond if mask is None else pc.and_(mask, cond)
             parts.append(({col: _partition_text(row[col]) for col in partition_by}, table.filter(mask)))
-    else:
-        parts = [({}, table)]
     actions = []
     for values, rows in parts:
         folder = "/".join(f"{col}={quote(v) if v is not None else '__HIVE_DEFAULT_PARTITION__'}"
