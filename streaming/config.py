@@ -86,6 +86,9 @@ class SparkSettings(_Section):
     shuffle_partitions: int = Field(4, gt=0, le=10000)
     driver_memory: str = "2g"
     conf: dict[str, str] = Field(default_factory=dict)
+    # The driver's JVM maps the classes an earlier run loaded from an archive in ~/.cache/groupscope/jvm (recorded
+    # by the first run that stops in order): the session starts ~1 s sooner (streaming.spark.class_archive).
+    class_archive: bool = True
 
 
 class DeltaMaintenanceSettings(_Section):

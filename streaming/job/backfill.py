@@ -40,7 +40,7 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
     from streaming.offline.segments import find_segments
     from streaming.sinks.delta import DeltaSink
     from streaming.spark.job import JobPlan, start_query
-    from streaming.spark.session import build_session
+    from streaming.spark.session import build_session, stop_session
 
     started = time.monotonic()
     report = BackfillReport()
@@ -65,7 +65,8 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
     sink = BatchSink(delta=delta, on_batch=counted)
     sp = s.spark
     spark = build_session(master=sp.master, app_name=f"{sp.app_name}-backfill", shuffle_partitions=sp.shuffle_partitions,
-                          driver_memory=sp.driver_memory, conf=sp.conf, jvm_log=jvm_log)
+                          driver_memory=sp.driver_memory, conf=sp.conf, jvm_log=jvm_log,
+                          class_archive=sp.class_archive)
     report.spark_start_seconds = time.monotonic() - started
     try:
         # No heartbeat topic in segment files: the plan names none, so no chunk is routed as a heartbeat.
@@ -82,7 +83,7 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
 
             raise RuntimeError(f"the backfill query failed: {query_error_line(str(failure))}")
     finally:
-        spark.stop()
+        stop_session(spark)
     if delta is not None:
         report.groups = delta.read("groups").num_rows
     report.seconds = time.monotonic() - started

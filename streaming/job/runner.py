@@ -367,7 +367,8 @@ class GroupscopeJob:
             if master == type(sp)().master:
                 master = f"local[{2 * len(self.clusters)}]"
         self.spark = build_session(master=master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
-                                   driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log)
+                                   driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log,
+                                   class_archive=sp.class_archive)
         from streaming.spark.jvm_exit import quiet_accumulator_server
 
         quiet_accumulator_server(self.spark)
@@ -445,7 +446,9 @@ class GroupscopeJob:
         for run in self.clusters:
             run.stop_query(deadline)
         if self.spark is not None:  # Spark first: no task may still read through a stopped service
-            _stop_quietly("spark", self.spark.stop)
+            from streaming.spark.session import stop_session
+
+            _stop_quietly("spark", lambda: stop_session(self.spark))
         for run in self.clusters:
             run.stop_services()
         if self.metrics is not None:

@@ -9,7 +9,7 @@ import tempfile
 import threading
 from typing import Mapping
 
-__all__ = ["build_session", "DEFAULT_CONF"]
+__all__ = ["build_session", "stop_session", "DEFAULT_CONF"]
 
 # Spark's own log4j2 configuration prints a banner ("Using Spark's default log4j profile", "Setting default log
 # level...") and library warnings on every start; groupscope reports what matters itself, so the JVM logs errors
@@ -73,8 +73,13 @@ def _log4j2_file() -> str:
 
 
 def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shuffle_partitions: int = 4,
-                  driver_memory: str = "2g", conf: Mapping[str, str] | None = None, jvm_log: str | None = None):
+                  driver_memory: str = "2g", conf: Mapping[str, str] | None = None, jvm_log: str | None = None,
+                  class_archive: bool = True):
     """Builds (or reuses) the session.
+
+    ``class_archive``: start the driver's JVM from a class-data-sharing archive of an earlier run, or record one
+    when there is none yet (:mod:`streaming.spark.class_archive`); stop the session with :func:`stop_session` so
+    that a recording is kept.
 
     ``jvm_log``: a file that takes the JVM's (and Spark's Python workers') own stderr instead of the terminal, so
     an interactive view is not interleaved with Java output; without one, that output becomes records of the
@@ -99,6 +104,14 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         if "log4j2.configurationFile" not in settings.get(key, ""):
             settings[key] = f"{settings.get(key, '')} {log4j}".strip()
+    archive = None
+    if class_archive and not _gateway_running():
+        from streaming.spark.class_archive import ClassArchive
+
+        archive = ClassArchive.for_driver(extra_class_path=settings.get("spark.driver.extraClassPath", ""))
+        if archive is not None:
+            key = "spark.driver.extraJavaOptions"
+            settings[key] = f"{settings.get(key, '')} {archive.java_options()}".strip()
     for key, value in settings.items():
         builder = builder.config(key, value)
     main = threading.current_thread() is threading.main_thread()
@@ -141,4 +154,35 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
         if main and previous is not None:
             signal.signal(signal.SIGINT, previous)
     spark.sparkContext.setLogLevel("ERROR")
+    _archives[id(spark.sparkContext)] = archive
     return spark
+
+
+_archives: dict[int, object] = {}  # SparkContext id -> the ClassArchive its JVM was started with (or None)
+
+
+def _gateway_running() -> bool:
+    """True when this process already has Spark's JVM: a new session reuses it, with the options it started with."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None
+
+
+def stop_session(spark) -> None:
+    """Stops the session. Where its JVM records a class archive, the JVM is also let exit (it writes the archive
+    as it exits) and the archive kept; a later session in this process then starts a JVM of its own."""
+    archive = _archives.pop(id(spark.sparkContext), None)
+    spark.stop()
+    if archive is None or archive.recording is None:
+        return
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the bridge may already be gone; the JVM still exits on its stdin closing
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    archive.finish(proc)
