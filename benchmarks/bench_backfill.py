@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_catchup import loadavg  # noqa: E402
+from bench_catchup import class_archive_state, loadavg  # noqa: E402
 from bench_decode import unpack_default  # noqa: E402
 from proctree import MemorySampler  # noqa: E402
 
@@ -83,7 +83,9 @@ def main() -> None:
         records, ref_s = read_reference(root)
         print(f"reference: segment reader alone, one process: {records:,} records in {ref_s:.1f} s = "
               f"{records / ref_s / 1e3:,.0f}k records/s (load {loadavg()})")
+        archive = class_archive_state()
         job = run_backfill(root, work)
+        print(f"JVM class archive: {archive}")
         print(f"groupscope backfill, process start to exit: {job['seconds']:.1f} s = "
               f"{records / job['seconds'] / 1e3:,.0f}k records/s; ratio {job['seconds'] / ref_s:.1f}x "
               f"(load {loadavg()})")

@@ -194,6 +194,19 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
             "decoded": decoded}
 
 
+def class_archive_state() -> str:
+    """Whether the job's JVM will start from a class archive an earlier run recorded (see
+    streaming.spark.class_archive): a first run on a machine records it and starts ~2.5 s slower."""
+    from streaming.spark.class_archive import ClassArchive
+
+    if os.environ.get("GROUPSCOPE_SPARK__CLASS_ARCHIVE", "").lower() in ("false", "0", "no"):
+        return "off (GROUPSCOPE_SPARK__CLASS_ARCHIVE)"
+    archive = ClassArchive.for_driver()
+    if archive is None:
+        return "not available for this Java"
+    return "mapped (recorded by an earlier run)" if archive.recording is None else "none yet: this run records it"
+
+
 # ---- report ----------------------------------------------------------------------------------------------------
 
 
@@ -238,10 +251,12 @@ def main() -> None:
         if args.reference_only:
             return
         log_path = Path(args.log) if args.log else tmp / "job.log"
+        archive = class_archive_state()
         job = run_job(mc.bootstrap_servers, tmp, args.records, args.timeout, log_path)
         n = args.records
         ready = job["ready_s"]
         print(f"load average at job start / at ready: {job['loads'][0]} / {job['loads'][1]}")
+        print(f"JVM class archive: {archive}")
         print()
         print("| measure | figure |")
         print("|---|---|")
