@@ -17,12 +17,18 @@ task is from the bare consumer, and what packing adds; the rest of a batch (shuf
 
     python benchmarks/bench_read.py                      # 2,000,000 records over 80 partitions
     python benchmarks/bench_read.py --records 1000000
+    python benchmarks/bench_read.py --records 5000000 --slices   # as bench_catchup.py's batches: 40%, 40%, 20%
+
+``--slices`` reads the ranges the way the job's three catch-up batches do (0-40%, 40-80% and 80-100% of each
+partition, two tasks each) and prints the mock broker's thread's CPU seconds for each slice: the broker finds a
+fetch offset by walking its message-set list, so the deeper slices cost it more per record.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import platform
 import sys
 import time
@@ -83,10 +89,37 @@ def run_tasks(target, argument_sets: list[tuple]) -> tuple[float, list[tuple[int
     return time.perf_counter() - started, results
 
 
+def broker_cpu_seconds() -> float:
+    """CPU seconds so far of the mock broker's thread (librdkafka names it ``rdk:mock``) in this process."""
+    ticks = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat[stat.index("(") + 1:stat.rindex(")")].startswith("rdk:mock"):
+            fields = stat[stat.rindex(")") + 2:].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def read_in_slices(bootstrap: str, highs: dict[int, int]) -> None:
+    print("\n| slice of each partition (2 tasks, read and pack) | records | wall clock | broker's thread, CPU s |"
+          "\n|---|---|---|---|")
+    for lo, hi in ((0.0, 0.4), (0.4, 0.8), (0.8, 1.0)):
+        ranges = [OffsetRange(OFFSETS_TOPIC, p, int(h * lo), int(h * hi)) for p, h in sorted(highs.items()) if h]
+        before = broker_cpu_seconds()
+        wall, results = run_tasks(_fetch_task, [(bootstrap, ranges[0::2], True), (bootstrap, ranges[1::2], True)])
+        print(f"| {lo:.0%}-{hi:.0%} | {sum(r[0] for r in results):,} | {wall:.2f} s | "
+              f"{broker_cpu_seconds() - before:.2f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--offsets-partitions", type=int, default=80)
+    ap.add_argument("--slices", action="store_true", help="also read in the catch-up batches' slices of depth")
     args = ap.parse_args()
     print(f"machine: {platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}")
     with MockCluster(1) as mc:
@@ -112,6 +145,8 @@ def main() -> None:
                 raise SystemExit(f"{name} read {rows:,} records, not {args.records:,}")
             cpu = ", ".join(f"{r[2]:.2f}" for r in results)
             print(f"| {name} | {wall:.2f} s | {rows / wall:,.0f} | {cpu} |", flush=True)
+        if args.slices:
+            read_in_slices(bootstrap, highs)
         print(f"\nload average at the end: {loadavg()}")
 
 
