@@ -270,7 +270,11 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, lambda *_: os._exit(130))
         if interrupted:
-            echo("groupscope demo: stopping")
+            from streaming.spark.session import recording_class_archive
+
+            keeping = job is not None and job.spark is not None and recording_class_archive(job.spark)
+            echo("groupscope demo: stopping" + (" (this first time also keeping the JVM's class archive, so that the "
+                                                "next starts are faster: a few seconds)" if keeping else ""))
         for runner in runners:
             try:
                 runner.stop()

@@ -9,7 +9,7 @@ import tempfile
 import threading
 from typing import Mapping
 
-__all__ = ["build_session", "stop_session", "DEFAULT_CONF"]
+__all__ = ["build_session", "recording_class_archive", "stop_session", "DEFAULT_CONF"]
 
 # Spark's own log4j2 configuration prints a banner ("Using Spark's default log4j profile", "Setting default log
 # level...") and library warnings on every start; groupscope reports what matters itself, so the JVM logs errors
@@ -166,6 +166,12 @@ def _gateway_running() -> bool:
     from pyspark import SparkContext
 
     return SparkContext._gateway is not None
+
+
+def recording_class_archive(spark) -> bool:
+    """True when this session's JVM records a class archive: its :func:`stop_session` takes a few seconds more."""
+    archive = _archives.get(id(spark.sparkContext))
+    return archive is not None and archive.recording is not None
 
 
 def stop_session(spark) -> None:
