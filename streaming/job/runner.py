@@ -338,6 +338,9 @@ class GroupscopeJob:
         if len(failed) == len(self.clusters):
             raise RuntimeError("; ".join(failed))
         self._start_spark()
+        from streaming.spark import worker_daemon
+
+        worker_daemon.start_early(self.spark)  # while the queries are planned
         for run in self.clusters:
             if run.prepared:
                 run.start_query(self.spark)
