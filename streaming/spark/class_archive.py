@@ -18,9 +18,9 @@ How it is used:
 - JVM messages about the archive are turned off: they are about the cache, never about the job.
 
 The archive is keyed by the Java installation and Spark's jars (names, sizes, times), so upgrading either records
-a new one; archives whose Java or Spark installation is gone are removed when a new one is kept. Where the Java is
-not HotSpot 13+ with its own base archive (``lib/server/classes.jsa``), or the cache folder cannot be written,
-nothing is added. ``spark.class_archive: false`` turns it off.
+a new one; archives whose Java or Spark installation is gone or has changed are removed when a new one is kept.
+Where the Java is not HotSpot 13+ with its own base archive (``lib/server/classes.jsa``), or the cache folder
+cannot be written, nothing is added. ``spark.class_archive: false`` turns it off.
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class ClassArchive:
     recording: Path | None
     home: Path
     jars: Path
+    extra_class_path: str = ""
 
     @classmethod
     def for_driver(cls, cache_dir: Path | None = None, *, extra_class_path: str = "") -> "ClassArchive | None":
@@ -122,7 +123,7 @@ class ClassArchive:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{_key(home, release, jars, extra_class_path)}.jsa"
             if path.is_file():
-                return cls(path, None, home, jars)
+                return cls(path, None, home, jars, extra_class_path)
             _remove_stale_parts(folder)
             recording = folder / f"{path.stem}.{os.getpid()}.{time.monotonic_ns() % 10**9}.part"
             recording.touch()  # the folder is writable: the JVM will be able to write here
@@ -130,7 +131,7 @@ class ClassArchive:
         except OSError as exc:
             log.debug("no JVM class archive: %s", exc)
             return None
-        return cls(path, recording, home, jars)
+        return cls(path, recording, home, jars, extra_class_path)
 
     def java_options(self) -> str:
         if self.recording is not None:
@@ -154,7 +155,8 @@ class ClassArchive:
             if status == 0 and self.recording.is_file() and self.recording.stat().st_size > 0:
                 os.replace(self.recording, self.path)
                 self.path.with_suffix(".json").write_text(
-                    json.dumps({"java": str(self.home), "spark_jars": str(self.jars)}), encoding="utf-8")
+                    json.dumps({"java": str(self.home), "spark_jars": str(self.jars),
+                                "extra_class_path": self.extra_class_path}), encoding="utf-8")
                 _remove_orphans(self.path.parent, keep=self.path)
                 log.debug("JVM class archive kept: %s", self.path)
                 return True
@@ -175,14 +177,18 @@ def _remove_stale_parts(folder: Path) -> None:
 
 
 def _remove_orphans(folder: Path, keep: Path) -> None:
-    """Removes archives whose Java or Spark installation no longer exists (a removed virtualenv, an upgrade)."""
+    """Removes archives whose Java or Spark installation is gone or has changed since (a removed or reinstalled
+    virtualenv, an upgrade): no JVM would use them again."""
     for meta in folder.glob("*.json"):
         archive = meta.with_suffix(".jsa")
         if archive == keep:
             continue
         try:
             where = json.loads(meta.read_text(encoding="utf-8"))
-            gone = not (Path(where["java"]).is_dir() and Path(where["spark_jars"]).is_dir())
+            home, jars = Path(where["java"]), Path(where["spark_jars"])
+            release = _java_release(home)
+            gone = release is None or not jars.is_dir() or \
+                _key(home, release, jars, where.get("extra_class_path", "")) != archive.stem
         except (OSError, ValueError, KeyError, TypeError):
             gone = True
         if gone:

@@ -90,6 +90,17 @@ def test_an_orderly_stop_keeps_the_recording_and_drops_archives_of_removed_insta
     assert not (cache / "old.jsa").exists() and not (cache / "old.json").exists()
 
 
+def test_the_archive_of_a_reinstalled_spark_goes_when_the_new_one_is_kept(installation):
+    cache = installation / "cache"
+    before = ClassArchive.for_driver(cache)
+    assert before.finish(_stand_in_jvm(before.recording)) is True
+    (installation / "spark" / "jars" / "spark-core.jar").write_bytes(b"jar of another release")
+    after = ClassArchive.for_driver(cache)
+    assert after.path != before.path and before.path.exists()  # kept until a new one is
+    assert after.finish(_stand_in_jvm(after.recording)) is True
+    assert sorted(cache.glob("*.jsa")) == [after.path]
+
+
 def test_a_jvm_that_failed_leaves_no_archive(installation):
     archive = ClassArchive.for_driver(installation / "cache")
     assert archive.finish(_stand_in_jvm(archive.recording, status=1)) is False
