@@ -68,13 +68,13 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
                           driver_memory=sp.driver_memory, conf=sp.conf, jvm_log=jvm_log,
                           class_archive=sp.class_archive)
     report.spark_start_seconds = time.monotonic() - started
-    from streaming.spark import worker_daemon
-
-    worker_daemon.start_early(spark)  # while the query is planned
     try:
         # No heartbeat topic in segment files: the plan names none, so no chunk is routed as a heartbeat.
         plan = JobPlan(max(partitions) + 1, heartbeat_topic="", offsets_topic=s.source.offsets_topic)
         query = start_query(spark, s, plan, sink, query_name="groupscope-backfill", segments=segments_path)
+        from streaming.spark import worker_daemon
+
+        worker_daemon.start_early(spark)  # while the first batch is planned
         try:
             query.awaitTermination()
         except KeyboardInterrupt:

@@ -338,12 +338,12 @@ class GroupscopeJob:
         if len(failed) == len(self.clusters):
             raise RuntimeError("; ".join(failed))
         self._start_spark()
-        from streaming.spark import worker_daemon
-
-        worker_daemon.start_early(self.spark)  # while the queries are planned
         for run in self.clusters:
             if run.prepared:
                 run.start_query(self.spark)
+        from streaming.spark import worker_daemon
+
+        worker_daemon.start_early(self.spark)  # while the first batch is planned
         log.info("running; metrics on %s, Delta tables in %s", f":{self.metrics.port}" if self.metrics else "(off)",
                  ", ".join(run.settings.delta.path for run in self.clusters))
         if self.install_signal_handlers and threading.current_thread() is threading.main_thread():

@@ -109,11 +109,12 @@ def start_early(spark) -> threading.Thread:
     first read task needs it.
 
     Spark starts the daemon for the first Python task, and the daemon's imports (~0.6 s) then come before the
-    first micro-batch reads anything. Started while the query is being planned (the driver's JVM and Spark's
-    short planning processes use less than the two cores then), the daemon is ready when the read tasks come: the
-    5M catch-up's first batch took 4.4-4.6 s against 5.2-5.8 s (benchmarks/README.md). The task's worker is
-    forked from the same daemon the query's tasks use, so no second daemon stays resident. A failure here costs
-    nothing but the head start."""
+    first micro-batch reads anything. Started right after the query, while Spark plans its first batch (its
+    source runner and read planner are short Python processes the JVM waits for, so the two cores are not busy
+    then), the daemon is ready when the read tasks come: the 5M catch-up's first batch took 4.4-4.8 s against
+    5.2-5.8 s (benchmarks/README.md). Started before the query, it delayed the query's own start-up by a few
+    tenths of a second. The task's worker is forked from the same daemon the query's tasks use, so no second
+    daemon stays resident. A failure here costs nothing but the head start."""
 
     def run() -> None:
         try:
