@@ -15,12 +15,13 @@ status (for hysteresis: WARN holds until the consumer is catching up, so a laggi
 from __future__ import annotations
 
 import enum
+import math
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["Status", "Thresholds", "Ownership", "Verdict", "evaluate_partition", "group_status", "RULES",
-           "commit_cadence_ms", "UNKNOWN_OWNERSHIP"]
+           "commit_cadence_ms", "last_advance_ms", "UNKNOWN_OWNERSHIP"]
 
 
 class Status(enum.IntEnum):
@@ -100,6 +101,8 @@ class Ownership:
     assignment_known: bool = True
     # False when no member subscribes to the partition's topic: the offsets are left from an earlier subscription
     topic_subscribed: bool = True
+    # newest commit that moved the committed offset of any partition the owner holds (None: none in the windows)
+    owner_last_advance_ms: int | None = None
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -158,6 +161,31 @@ def commit_cadence_ms(offsets: Sequence[tuple[int, int]]) -> float | None:
     return float(gaps[len(gaps) // 2])
 
 
+def last_advance_ms(offsets: Sequence[tuple[int, int]]) -> int | None:
+    """Time of the commit that moved the committed offset forward to its current value (None: not in the window,
+    or the offset got there by going back)."""
+    last = offsets[-1][1]
+    for i in range(len(offsets) - 1, 0, -1):
+        before = offsets[i - 1][1]
+        if before != last:
+            return offsets[i][0] if before < last else None
+    return None
+
+
+def trend_horizon_ms(cadence_ms: float | None, th: Thresholds) -> float:
+    """How far back lag is compared to tell growing from catching up: ``trend_ms``, stretched to a whole number of
+    commit intervals (at least two) for a group that commits less often.
+
+    Between two commits the committed offset stands still while the end moves, so lag is a saw-tooth with the
+    commit interval as its period. Compared over a horizon shorter than that period (a job that commits every minute,
+    such as a stream processor committing on its checkpoints), a consumer that catches up at every commit looks
+    as if its lag grew; over whole periods the two lags are taken at the same point of the tooth.
+    """
+    if not cadence_ms or cadence_ms <= 0:
+        return float(th.trend_ms)
+    return max(2, math.ceil(th.trend_ms / cadence_ms)) * cadence_ms
+
+
 def lags_at_commits(offsets, ends) -> list[int]:
     """Lag at each commit time, from the interpolated end-offset history."""
     out = []
@@ -198,6 +226,22 @@ def is_stalled(offsets, ends, now_ms: int, stop_after: float, th: Thresholds) ->
     if len(tail) < th.min_window or any(off != tail[0][1] for _, off in tail) or now_ms - offsets[-1][0] > stop_after:
         return False
     return all(lag > th.allowed_lag for lag in lags_at_commits(tail, ends))
+
+
+def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: float, th: Thresholds) -> bool:
+    """The owner moved another of its partitions forward after this one last moved, and recently.
+
+    A member that is too slow for its backlog works through one partition's fetched records after another; its
+    other partitions wait their turn, and a client that commits every assigned partition's position at each commit
+    (Kafka's Java consumer with auto-commit, or ``commit()`` of all positions) commits their unchanged offsets again
+    and again. That is a slow consumer (lagging), not a stalled one; a member whose partitions are all paused or
+    held by a poison message moves none of them forward, and stays STALL.
+    """
+    advanced = ownership.owner_last_advance_ms
+    if ownership.owner is None or advanced is None or now_ms - advanced > stop_after:
+        return False
+    own = last_advance_ms(offsets)
+    return advanced > (offsets[0][0] if own is None else own) + th.min_distance_ms
 
 
 def evaluate_partition(
@@ -274,6 +318,11 @@ def evaluate_partition(
                        f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
     if is_stalled(offsets, ends, now_ms, stop_after, th):
         first = offsets[-th.min_window][0]
+        if is_waiting_turn(offsets, ownership, now_ms, stop_after, th):
+            return Verdict(Status.WARN, "waiting_turn",
+                           f"owner {ownership.owner_label} moves its other partitions forward but commits offset "
+                           f"{committed} here again and again ({(last_commit_ms - first) / 1000:.0f} s) while lag grew "
+                           f"to {current_lag}: a slow consumer working through its partitions one at a time")
         return Verdict(Status.STALL, "stalled",
                        f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"
                        f" s while lag grew to {current_lag}")
@@ -284,7 +333,12 @@ def evaluate_partition(
     if behind_ms >= (warn_after / 2 if holding else warn_after):
         # Compare with the lag a horizon ago, or at the oldest commit the window still holds if that is later
         # (before it, the committed offset is not known).
-        then = max(now_ms - th.trend_ms, offsets[0][0])
+        horizon = trend_horizon_ms(cadence, th)
+        if horizon > th.trend_ms and ends and now_ms - horizon < ends[0][0]:
+            # A stretched horizon older than the end-offset history: the whole commit intervals that fit (one at
+            # least), so the two lags stay at the same point of the saw-tooth.
+            horizon = max(1, (now_ms - ends[0][0]) // cadence) * cadence
+        then = max(now_ms - horizon, offsets[0][0])
         end_then = _end_at(ends, then)
         lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))
         if lag_then is not None:
@@ -293,7 +347,7 @@ def evaluate_partition(
             if (growing and behind_ms >= warn_after) or (holding and not catching_up):
                 return Verdict(Status.WARN, "falling_behind",
                                f"{behind_ms / 1000:.0f} s behind; lag {lag_then} -> {current_lag} over the last "
-                               f"{th.trend_ms // 1000} s")
+                               f"{horizon / 1000:.0f} s")
     return Verdict(Status.OK, "progressing", "committing and keeping up")
 
 
@@ -304,4 +358,4 @@ def group_status(statuses) -> Status:
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
 RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
-         "owner_busy_elsewhere", "stuck_member", "stalled", "falling_behind", "progressing")
+         "owner_busy_elsewhere", "stuck_member", "waiting_turn", "stalled", "falling_behind", "progressing")

@@ -105,6 +105,20 @@ CASES = [
     #     100 s without a commit while falling behind is WARN meanwhile.
     (20, [(0, 10)], produced(100), 990, 100, -1, Ownership(True, False, "m1", "c1@h", 0, 300_000), None,
      Status.WARN, "falling_behind"),
+    # 21. Waiting its turn: the same offset committed every 5 s while lag grows (as in 7), but the owner moved another
+    #     of its partitions forward 3 s ago (a slow consumer draining one partition's fetched records after another,
+    #     committing every assigned position): lagging, not stalled.
+    (21, [(80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,
+     Ownership(True, False, "m1", "c1@h", 100_000, owner_last_advance_ms=97_000), None, Status.WARN, "waiting_turn"),
+    # 21b. ... but an owner whose last forward move is the one this partition made with it (all its partitions
+    #      paused together, committed in one request) is stalled.
+    (21.5, [(75, 400), (80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,
+     Ownership(True, False, "m1", "c1@h", 100_000, owner_last_advance_ms=80_000), None, Status.STALL, "stalled"),
+    # 22. A stream processor committing on its checkpoints every 60 s while it works off a backlog: lag drops by
+    #     600 at every commit (20/s consumed, 10/s produced), but 30 s after a commit it is higher than 30 s before
+    #     (no commit in between). Over whole commit intervals it is catching up: OK, and a WARN it held is left.
+    (22, [(t, 20 * t) for t in range(0, 421, 60)], [(t, 10 * t + 6000) for t in range(330, 451, 2)], 2100,
+     450, -1, owned(420), Status.WARN, Status.OK, "progressing"),
 ]
 
 
