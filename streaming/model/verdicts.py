@@ -11,12 +11,17 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
 * a **flap** is a departure of a member that had been in the group less than ``flap_lifetime_ms`` (it crashed or
   was killed soon after joining), or the third and later departure, within the window, of a member *identity*
   (static ``group.instance.id``, else ``client.id@host``) that names one member (or one member beside the ghost
-  of its previous instance). When every member shares a default client id the identity says nothing, and only
-  lifetimes count. Identities catch crash loops whose members outlive ``flap_lifetime_ms`` only because a killed
-  member stays until its session expires.
+  of its previous instance), or the third and later join of a new instance of such an identity beside a present
+  one (a restart while the killed instance waits for its session to expire). Identities catch crash loops whose
+  members outlive ``flap_lifetime_ms`` only because a killed member stays until its session expires; counting the
+  restarts calls the loop while it runs.
+* a **shared** identity is one that two members have held side by side for longer than ``restart_wait_ms`` (no
+  ghost lives that long at default settings): default client ids on one host. It says nothing, and only
+  lifetimes count for it.
 * an **episode** is a run of churn rebalances, each less than ``settle_ms`` after the previous one. It is over
   once the group has been quiet for ``settle_ms`` -- or for ``restart_wait_ms`` while the group is smaller than
-  when the episode began, so a member being rescheduled (a pod restarting for 30 s) can come back first.
+  when the episode began, so a member being rescheduled (a pod restarting for 30 s) can come back first, or while
+  a new instance has joined beside a present one of its name (a restart if that one expires, an addition if not).
 
 The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
 
@@ -30,7 +35,7 @@ rolling_restart    the group never emptied; only members present at the episode'
                                                                                                            back, or at
                                                                                                            settle
 formation          the episode started from an empty (or new) group and nobody left                        at settle
-scale_out          members only joined and they are new identities (not restarts of present ones)          at settle
+scale_out          members only joined, and no present member of the same name expired (no restarts)       at settle
 scale_in           members only left                                                                       at settle
 =================  =====================================================================================  ==========
 
@@ -52,7 +57,8 @@ from . import events as ev
 __all__ = ["RebalanceConfig", "RebalanceJudge", "VERDICT_RULES"]
 
 VERDICT_RULES: tuple[tuple[str, str], ...] = (
-    ("storm", "repeated churn: members leaving soon after they joined, or the same identity leaving again and again"),
+    ("storm", "repeated churn: members leaving soon after they joined, or the same identity leaving or restarting "
+              "again and again"),
     ("storm_ended", "an active storm and a quiet period without membership changes"),
     ("rolling_restart", "members present before restarted one at a time, each replaced, size restored"),
     ("formation", "a new or empty group gaining its members"),
@@ -133,6 +139,10 @@ class _GroupJudgement:
     chain: list = field(default_factory=list)
     chain_reported: bool = False
     counters: ev.GroupVerdicts = ev.GroupVerdicts()  # per-group totals, checkpointed: restarts keep them
+    # identities held side by side by two or more members for longer than a restart takes (default client ids on
+    # one host): they name nobody, so neither their departures nor their joins say who restarted
+    shared: set = field(default_factory=set)
+    restarts: deque = field(default_factory=deque)  # (time, identity, flap): new instances beside a present one
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -141,13 +151,15 @@ class _GroupJudgement:
                 self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
                  c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
-                 c.causes))
+                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
         j = cls(dict(t[0]), deque(t[1]), deque(t[2]), None if t[3] is None else _Episode.from_tuple(t[3]),
                 t[4], t[5], t[6], t[7], list(t[8]), t[9])
         j.counters = ev.GroupVerdicts(*t[10])
+        if len(t) > 11:  # states written before shared identities were kept have neither
+            j.shared, j.restarts = set(t[11]), deque(t[12])
         return j
 
 
@@ -194,6 +206,15 @@ class RebalanceJudge:
             j.departures.popleft()
         while j.churn and j.churn[0] < window_start:
             j.churn.popleft()
+        while j.restarts and j.restarts[0][0] < window_start:
+            j.restarts.popleft()
+        # Two members holding one identity side by side for longer than any restart takes are two live members
+        # named alike, not a member and the ghost of its previous instance: from then on the identity is shared.
+        settled_before = ts - cfg.restart_wait_ms
+        for ident, n in holders.items():
+            if n >= 2 and ident not in j.shared and all(
+                    j.members.get(mid, (ts, ""))[0] <= settled_before for mid, i in before.items() if i == ident):
+                j.shared.add(ident)
         flaps_now = 0
         outsiders = 0
         replaced = 0
@@ -203,9 +224,9 @@ class RebalanceJudge:
         distinct = len(holders)
 
         def informative(ident: str) -> bool:
-            # An identity names one member (or one member and the ghost of its previous instance) unless every
-            # member shares it (default client ids on one host): then it tells nothing.
-            return holders.get(ident, 0) <= 2 and (distinct > 1 or len(before) <= 2)
+            # An identity names one member (or one member and the ghost of its previous instance) unless members
+            # share it (default client ids on one host): then it tells nothing.
+            return ident not in j.shared and holders.get(ident, 0) <= 2 and (distinct > 1 or len(before) <= 2)
 
         ep = j.episode
         for mid in left:
@@ -219,14 +240,25 @@ class RebalanceJudge:
                 outsiders += 1
             # A member killed without leaving stays until its session expires, beside its own new instance: its
             # departure then completes a restart (only telling when the identity belongs to these two alone).
-            if holders.get(ident) == 2 and holders_after.get(ident) == 1:
+            if holders.get(ident) == 2 and holders_after.get(ident) == 1 and ident not in j.shared:
                 replaced += 1
         restart_joins = 0
         for mid in joined:
             ident = after[mid]
-            if holders.get(ident) == 1:
-                restart_joins += 1  # a new instance beside its ghost, not an added member
+            if holders.get(ident, 0) >= 1 and ident not in j.shared:
+                # A new instance beside a present one of the same name: a restart while the killed instance waits
+                # for its session to expire (an added member if the other one stays: see ``_settle``). The n-th
+                # restart of one identity in the window is a flap, even while every killed instance outlives the
+                # flap lifetime as a ghost (a crash loop of members that never leave cleanly).
+                if holders[ident] == 1:
+                    restart_joins += 1
+                repeats = sum(1 for _, i, _ in j.restarts if i == ident)
+                flap = repeats + 1 >= cfg.identity_flap_departures
+                j.restarts.append((ts, ident, flap))
+                flaps_now += flap
             j.members[mid] = (ts, ident)
+        present = set(after.values())
+        j.shared &= present
         j.churn.append(ts)
         # The episode this rebalance belongs to.
         if ep is None:
@@ -243,7 +275,7 @@ class RebalanceJudge:
         ep.replaced_departures += replaced
         ep.went_empty = ep.went_empty or (not after and bool(before))
         # Storm: judged again at every churn rebalance.
-        flaps = sum(1 for _, _, f in j.departures if f)
+        flaps = sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
         if j.storm_since is not None:
             j.storm_last_churn, j.storm_last_offset = ts, offset
             j.storm_rebalances += 1
@@ -251,9 +283,9 @@ class RebalanceJudge:
             j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], ts, offset
             j.storm_rebalances = len(j.churn)
             j.episode = None
-            reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} departures "
-                      f"were members leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member "
-                      f"leaving again")
+            reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} were members "
+                      f"leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member leaving or "
+                      f"restarting again")
             self._count(j, "storm", reason, ts)
             out.append(ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
                                          reason=reason))
@@ -331,12 +363,16 @@ class RebalanceJudge:
                 # A new storm needs new evidence: the ended one's churn and flaps no longer count.
                 j.churn.clear()
                 j.departures.clear()
+                j.restarts.clear()
                 j.episode = None
             return out
         ep = j.episode
         if ep is None:
             return out
-        quiet = cfg.settle_ms if ep.size_now >= ep.size_before or ep.went_empty else cfg.restart_wait_ms
+        # A smaller group waits for the member that left to come back; a new instance beside a present one of the
+        # same name waits for that one to expire (a restart) or to stay (an added member sharing its name).
+        waiting = (ep.size_now < ep.size_before and not ep.went_empty) or ep.restart_joins > ep.replaced_departures
+        quiet = cfg.restart_wait_ms if waiting else cfg.settle_ms
         if now_ms < ep.last_ms + quiet:
             return out
         j.episode = None
@@ -360,7 +396,8 @@ class RebalanceJudge:
                     out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before,
                                                    ep.size_now, ep.baseline))
                 return out
-        elif not ep.started_empty and ep.joins == ep.restart_joins and ep.departures == ep.replaced_departures:
+        elif not ep.started_empty and ep.joins == ep.restart_joins and ep.departures == ep.replaced_departures \
+                and ep.replaced_departures:
             # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
             # of capacity. Each completed one counts towards a slow rolling restart.
             for _ in range(ep.replaced_departures):
@@ -369,8 +406,8 @@ class RebalanceJudge:
                 out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
                                                ep.baseline))
             return out
-        elif not ep.started_empty and ep.departures == 0 and ep.joins > ep.restart_joins \
-                and ep.size_now > ep.size_before:
+        elif not ep.started_empty and ep.departures == 0 and ep.size_now > ep.size_before:
+            # Nobody left, not even after the wait: joins beside a present member of the same name were additions.
             verdict = "scale_out"
         elif ep.joins == 0 and ep.departures > 0 and ep.size_now < ep.size_before:
             verdict = "scale_in"

@@ -121,8 +121,8 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("kafka_consumergroup_rebalances_total", "counter", "group", _G,
        "Completed rebalances (generation or group-epoch bumps) the model has seen for the group."),
     _m("kafka_consumergroup_rebalance_storms_total", "counter", "group", _G,
-       "Rebalance storms that began (members leaving soon after joining, or the same member leaving again and "
-       "again); from the checkpointed model, so restarts of the job keep the count."),
+       "Rebalance storms that began (members leaving soon after joining, or the same member leaving or "
+       "restarting again and again); from the checkpointed model, so restarts of the job keep the count."),
     _m("kafka_consumergroup_rebalance_storm_active", "gauge", "group", _G,
        "1 while a rebalance storm lasts (until a quiet period without membership changes), else 0."),
     _m("kafka_consumergroup_rolling_restarts_total", "counter", "group", _G,

@@ -210,3 +210,56 @@ def test_a_deploy_after_a_storm_ended_is_a_rolling_restart_not_a_new_storm():
         g.to(dict(members), t + 3)
         t += 10
     assert [v for v, _ in g.verdicts()] == ["formation", "storm", "storm_ended", "rolling_restart"]
+
+
+def test_scale_out_from_one_member_with_a_shared_client_id():
+    """Consumers on one host with the client's default id (``rdkafka``, or Java's ``consumer-<group>-1`` in every
+    JVM): the second member joins beside the first under the same name. That could be a restart beside its ghost,
+    so the judge waits for the first one to expire; it stays, so the join was an addition."""
+    g = Group({"a": "rdkafka@h"}, t=0)
+    g.wait(30)
+    g.to({"a": "rdkafka@h", "b": "rdkafka@h"}, 100)
+    g.wait(159)
+    assert [v for v, _ in g.verdicts()] == ["formation"]  # still waiting: a ghost would expire within this
+    g.wait(200)
+    assert g.verdicts()[-1] == ("scale_out", 160)
+
+
+def test_two_members_sharing_a_client_id_deployed_again_and_again_is_never_a_storm():
+    """Both members run as ``rdkafka@h`` for minutes; three deploys in eight minutes each restart them one at a
+    time (clean leave, new process 5 s later). The shared name's departures are not one member leaving again."""
+    g = Group({"a0": "rdkafka@h", "b0": "rdkafka@h"}, t=0)
+    g.wait(30)
+    members = {"a0": "rdkafka@h", "b0": "rdkafka@h"}
+    for k, t in enumerate((120.0, 300.0, 480.0), start=1):
+        for name in ("a", "b"):
+            members.pop(f"{name}{k - 1}")
+            g.to(dict(members), t)
+            members[f"{name}{k}"] = "rdkafka@h"
+            g.to(dict(members), t + 5)
+            t += 15
+        g.wait(t + 60)
+    assert "storm" not in [v for v, _ in g.verdicts()], g.verdicts()
+    assert "rolling_restart" in [v for v, _ in g.verdicts()]
+
+
+def test_crash_loop_of_killed_instances_that_linger_as_ghosts_is_a_storm_while_it_runs():
+    """KIP-848: a member is killed 7 s after every start and never leaves; each instance stays until its session
+    expires 45 s later, so no departure comes within the flap lifetime and ghosts of one name pile up. The same
+    identity coming back beside its own ghost again and again is the storm, called within a few restarts."""
+    g = Group(crew("a", "b", "f"), t=0)
+    g.wait(30)
+    members = crew("a", "b", "f")
+    expiries: list[tuple[float, str]] = [(60 + 45, "f-0")]
+    t = 60.0
+    for k in range(1, 12):
+        t += 7
+        for at, mid in [e for e in expiries if e[0] <= t]:
+            members.pop(mid)
+            g.to(dict(members), at)
+            expiries.remove((at, mid))
+        members[f"f-{k}"] = "f@h"
+        g.to(dict(members), t)
+        expiries.append((t + 7 + 45, f"f-{k}"))
+    storms = [at for v, at in g.verdicts() if v == "storm"]
+    assert storms and storms[0] <= 60 + 7 * 4, g.verdicts()
