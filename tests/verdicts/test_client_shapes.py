@@ -1,0 +1,77 @@
+"""Statuses and verdicts on client behaviours the real recordings do not show, replayed through the job's step from
+synthetic recordings (``synthetic.py``). Each test names the client behaviour it is written from."""
+
+from __future__ import annotations
+
+from tests.verdicts.synthetic import SyntheticRecording, group_verdicts, stretches
+
+
+def test_java_consumer_too_slow_for_its_backlog_is_warn_not_stall(tmp_path):
+    """Kafka's Java consumer with auto-commit commits the position of every assigned partition at each commit,
+    changed or not, and its fetcher hands out one partition's buffered records (up to 1 MiB) before the next's.
+    A member that processes 25 of the 100 records/s produced over 4 partitions therefore moves one partition at a
+    time while the other three are committed unchanged, poll after poll. That is a slow consumer (WARN, as
+    librdkafka's slow consumer in the real recordings), not four stalled partitions."""
+    group, topic, rate, chunk = "java-slow", "orders", 25, 10_000
+    rec = SyntheticRecording()
+    rec.classic_generation(2.0, group, 0, {})
+    rec.classic_generation(5.0, group, 1, {"consumer-java-slow-1-a": ("consumer-java-slow-1", {topic: [0, 1, 2, 3]})})
+    position, buffered, t = [0, 0, 0, 0], [], 5.5
+    while t < 400:
+        for p in range(4):  # the auto-commit of every assigned partition at this poll
+            rec.commit(t, group, topic, p, position[p])
+        for p in range(4):  # a fetch for every partition without buffered records
+            if not any(x[0] == p for x in buffered) and int(rate * t) > position[p]:
+                buffered.append([p, min(int(rate * t), position[p] + chunk)])
+        taken = 0
+        while taken < 500 and buffered:  # max.poll.records, from the first buffered partition on
+            p, end = buffered[0]
+            n = min(500 - taken, end - position[p])
+            position[p] += n
+            taken += n
+            if position[p] >= end:
+                buffered.pop(0)
+        t += max(1.0, taken / rate)
+    timeline = rec.replay(tmp_path, 400, lambda s: {f"{topic}:{p}": int(rate * s) for p in range(4)})
+    for p in range(4):
+        seen = stretches(timeline, group, f"{topic}:{p}", 400)
+        assert "STALL" not in {s for _, _, s in seen}, seen
+        assert seen[-1][2] == "WARN" and seen[-1][0] <= 100, seen
+
+
+def test_checkpoint_committer_working_off_a_backlog_is_not_warn(tmp_path):
+    """A stream processor commits its offsets on its checkpoints, once a minute. Back after an outage with 90,000
+    records to read, it processes 300 records/s against 100 produced: every commit takes 12,000 off its lag. Half a
+    minute after a commit its lag is higher than half a minute before (nothing committed in between), which is the
+    saw-tooth of its cadence, not lag growing."""
+    group, topic = "checkpointing", "orders"
+    rec = SyntheticRecording()
+    rec.classic_generation(2.0, group, 0, {})
+    rec.classic_generation(3.0, group, 1, {"job-1": ("job", {topic: [0]})})
+    end = [90_000 + 100 * s for s in range(1002)]
+    position = 0
+    for s in range(1001):
+        position = min(end[s], position + 300)
+        if s % 60 == 5:
+            rec.commit(s + 0.2, group, topic, 0, position)
+    timeline = rec.replay(tmp_path, 1000, lambda s: {f"{topic}:0": end[int(s)]})
+    seen = stretches(timeline, group, f"{topic}:0", 1000)
+    assert all(status == "OK" for start, _, status in seen if start >= 130), seen
+    assert seen[-1][2] == "OK", seen
+
+
+def test_second_member_with_the_default_client_id_is_a_scale_out(tmp_path):
+    """Consumers started as separate processes on one host with the client's default id (Java names every one
+    ``consumer-<group>-1``, librdkafka ``rdkafka``): the second joins beside the first under the same name. It is
+    an added member, not a restart, once the first one stays."""
+    group, topic, client = "default-ids", "orders", "consumer-default-ids-1"
+    rec = SyntheticRecording()
+    rec.classic_generation(2.0, group, 0, {})
+    rec.classic_generation(5.0, group, 1, {"m-a": (client, {topic: [0, 1, 2, 3]})})
+    rec.classic_generation(100.0, group, 2, {"m-a": (client, {topic: [0, 1]}), "m-b": (client, {topic: [2, 3]})})
+    for s in range(6, 300):
+        for p in range(4):
+            rec.commit(s + 0.5, group, topic, p, s * 10)
+    timeline = rec.replay(tmp_path, 300, lambda s: {f"{topic}:{p}": int(s) * 10 for p in range(4)})
+    assert [v for _, v in group_verdicts(timeline, group)] == ["formation", "scale_out"], group_verdicts(timeline,
+                                                                                                        group)
