@@ -323,7 +323,7 @@ class RebalanceJudge:
         if chain and timestamp - chain[-1][0] > cfg.restart_chain_gap_ms:
             chain.clear()
             j.chain_reported = False
-        chain.append((timestamp, timestamp, 0))
+        self._chain_add(j, (timestamp, timestamp, 0), len(j.members))
         if len(chain) < 2 or j.chain_reported:
             return []
         size = len(j.members)
@@ -391,7 +391,7 @@ class RebalanceJudge:
                 verdict = "rolling_restart"
             else:
                 # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
-                chain.append((at, ep.start_ms, ep.rebalances))
+                self._chain_add(j, (at, ep.start_ms, ep.rebalances), ep.size_before)
                 if len(chain) >= 2 and not j.chain_reported:
                     out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before,
                                                    ep.size_now, ep.baseline))
@@ -401,7 +401,7 @@ class RebalanceJudge:
             # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
             # of capacity. Each completed one counts towards a slow rolling restart.
             for _ in range(ep.replaced_departures):
-                chain.append((at, ep.start_ms, ep.rebalances))
+                self._chain_add(j, (at, ep.start_ms, ep.rebalances), ep.size_before)
             if len(chain) >= 2 and ep.replaced_departures and not j.chain_reported:
                 out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
                                                ep.baseline))
@@ -417,6 +417,16 @@ class RebalanceJudge:
         if verdict is not None:
             out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep))
         return out
+
+    @staticmethod
+    def _chain_add(j: _GroupJudgement, restart: tuple, size: int) -> None:
+        """Adds one settled single-member restart to the chain. Once a reported chain holds as many restarts as the
+        group has members, everyone has restarted: a further restart begins the next deploy (a rollback or a hotfix
+        minutes after the first), reported on its own."""
+        if j.chain_reported and len(j.chain) >= max(size, 2):
+            j.chain.clear()
+            j.chain_reported = False
+        j.chain.append(restart)
 
     def _chain_verdict(self, gid: str, j: _GroupJudgement, offset: int, at: int, last_ms: int, size_before: int,
                        size_now: int, baseline: frozenset[str]) -> ev.Event:

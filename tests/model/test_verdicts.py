@@ -263,3 +263,22 @@ def test_crash_loop_of_killed_instances_that_linger_as_ghosts_is_a_storm_while_i
         expiries.append((t + 7 + 45, f"f-{k}"))
     storms = [at for v, at in g.verdicts() if v == "storm"]
     assert storms and storms[0] <= 60 + 7 * 4, g.verdicts()
+
+
+def test_a_second_deploy_minutes_after_a_slow_one_is_reported_too():
+    """Two slow deploys (each member restarted alone, 30 s apart), the second three minutes after the first (a
+    rollback): once every member has restarted in a reported chain, the next restart begins the next deploy."""
+    g = Group(crew("a", "b"), t=0)
+    g.wait(30)
+    members = crew("a", "b")
+    for k, start in ((1, 120.0), (2, 300.0)):
+        t = start
+        for name in ("a", "b"):
+            members.pop(f"{name}-{k - 1}")
+            g.to(dict(members), t)
+            members[f"{name}-{k}"] = f"{name}@h"
+            g.to(dict(members), t + 5)
+            t += 30
+            g.wait(t - 1)
+    g.wait(500)
+    assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart", "rolling_restart"], g.verdicts()
