@@ -35,6 +35,19 @@ class Group:
     def wait(self, t: float) -> None:
         self.events += self.judge.tick(T0 + int(t * 1000))
 
+    def restart_one_by_one(self, names: tuple[str, ...], instance: int, start: float, away: float,
+                           every: float) -> float:
+        """Each named member (``crew`` ids) leaves, and its ``instance``-th instance joins ``away`` s later; the
+        next leaves ``every`` s after the previous one left. Returns the time after the last."""
+        t = start
+        for name in names:
+            members = {m: i for m, i in self.members.items() if m != f"{name}-{instance - 1}"}
+            self.to(members, t)
+            self.to({**members, f"{name}-{instance}": f"{name}@h"}, t + away)
+            t += every
+            self.wait(t - 1)
+        return t
+
     def verdicts(self) -> list[tuple[str, float]]:
         return [(e.verdict, (e.timestamp - T0) / 1000) for e in self.events]
 
@@ -95,15 +108,7 @@ def test_slow_rolling_restart_pods_back_after_40_s_each():
     restart, reported once, never a scale-in or scale-out."""
     g = Group(crew("p1", "p2", "p3"), t=0)
     g.wait(40)
-    members = crew("p1", "p2", "p3")
-    t = 100.0
-    for name in ("p1", "p2", "p3"):
-        members.pop(f"{name}-0")
-        g.to(dict(members), t)
-        members[f"{name}-1"] = f"{name}@h"
-        g.to(dict(members), t + 40)
-        t += 70
-        g.wait(t - 1)
+    t = g.restart_one_by_one(("p1", "p2", "p3"), 1, 100.0, away=40, every=70)
     g.wait(t + 120)
     assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"]
 
@@ -270,15 +275,7 @@ def test_a_second_deploy_minutes_after_a_slow_one_is_reported_too():
     rollback): once every member has restarted in a reported chain, the next restart begins the next deploy."""
     g = Group(crew("a", "b"), t=0)
     g.wait(30)
-    members = crew("a", "b")
-    for k, start in ((1, 120.0), (2, 300.0)):
-        t = start
-        for name in ("a", "b"):
-            members.pop(f"{name}-{k - 1}")
-            g.to(dict(members), t)
-            members[f"{name}-{k}"] = f"{name}@h"
-            g.to(dict(members), t + 5)
-            t += 30
-            g.wait(t - 1)
+    g.restart_one_by_one(("a", "b"), 1, 120.0, away=5, every=30)
+    g.restart_one_by_one(("a", "b"), 2, 300.0, away=5, every=30)
     g.wait(500)
     assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart", "rolling_restart"], g.verdicts()
