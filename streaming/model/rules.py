@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["Status", "Thresholds", "Ownership", "Verdict", "evaluate_partition", "group_status", "RULES",
-           "commit_cadence_ms", "last_advance_ms", "UNKNOWN_OWNERSHIP"]
+           "commit_cadence_ms", "UNKNOWN_OWNERSHIP"]
 
 
 class Status(enum.IntEnum):
@@ -101,8 +101,8 @@ class Ownership:
     assignment_known: bool = True
     # False when no member subscribes to the partition's topic: the offsets are left from an earlier subscription
     topic_subscribed: bool = True
-    # newest commit that moved the committed offset of any partition the owner holds (None: none in the windows)
-    owner_last_advance_ms: int | None = None
+    # the commit windows of every partition the owner holds: what its other partitions did (read only when needed)
+    owner_windows: tuple[Sequence[tuple[int, int]], ...] = ()
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -172,9 +172,10 @@ def last_advance_ms(offsets: Sequence[tuple[int, int]]) -> int | None:
     return None
 
 
-def trend_horizon_ms(cadence_ms: float | None, th: Thresholds) -> float:
+def trend_horizon_ms(cadence_ms: float | None, th: Thresholds, now_ms: int, history_start_ms: int | None) -> float:
     """How far back lag is compared to tell growing from catching up: ``trend_ms``, stretched to a whole number of
-    commit intervals (at least two) for a group that commits less often.
+    commit intervals (at least two) for a group that commits less often, and to the whole intervals that fit in the
+    end-offset history (one at least) when that does not reach so far back.
 
     Between two commits the committed offset stands still while the end moves, so lag is a saw-tooth with the
     commit interval as its period. Compared over a horizon shorter than that period (a job that commits every minute,
@@ -183,7 +184,10 @@ def trend_horizon_ms(cadence_ms: float | None, th: Thresholds) -> float:
     """
     if not cadence_ms or cadence_ms <= 0:
         return float(th.trend_ms)
-    return max(2, math.ceil(th.trend_ms / cadence_ms)) * cadence_ms
+    horizon = max(2, math.ceil(th.trend_ms / cadence_ms)) * cadence_ms
+    if horizon > th.trend_ms and history_start_ms is not None and now_ms - horizon < history_start_ms:
+        horizon = max(1, (now_ms - history_start_ms) // cadence_ms) * cadence_ms
+    return horizon
 
 
 def lags_at_commits(offsets, ends) -> list[int]:
@@ -237,8 +241,10 @@ def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: floa
     and again. That is a slow consumer (lagging), not a stalled one; a member whose partitions are all paused or
     held by a poison message moves none of them forward, and stays STALL.
     """
-    advanced = ownership.owner_last_advance_ms
-    if ownership.owner is None or advanced is None or now_ms - advanced > stop_after:
+    if ownership.owner is None:
+        return False
+    advanced = max((t for t in map(last_advance_ms, ownership.owner_windows) if t is not None), default=None)
+    if advanced is None or now_ms - advanced > stop_after:
         return False
     own = last_advance_ms(offsets)
     return advanced > (offsets[0][0] if own is None else own) + th.min_distance_ms
@@ -333,11 +339,7 @@ def evaluate_partition(
     if behind_ms >= (warn_after / 2 if holding else warn_after):
         # Compare with the lag a horizon ago, or at the oldest commit the window still holds if that is later
         # (before it, the committed offset is not known).
-        horizon = trend_horizon_ms(cadence, th)
-        if horizon > th.trend_ms and ends and now_ms - horizon < ends[0][0]:
-            # A stretched horizon older than the end-offset history: the whole commit intervals that fit (one at
-            # least), so the two lags stay at the same point of the saw-tooth.
-            horizon = max(1, (now_ms - ends[0][0]) // cadence) * cadence
+        horizon = trend_horizon_ms(cadence, th, now_ms, ends[0][0] if ends else None)
         then = max(now_ms - horizon, offsets[0][0])
         end_then = _end_at(ends, then)
         lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))

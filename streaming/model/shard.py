@@ -32,7 +32,7 @@ from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
 from .offsets import NO_STATUS
-from .rules import Ownership, Status, Thresholds, commit_cadence_ms, evaluate_partition, group_status, last_advance_ms
+from .rules import Ownership, Status, Thresholds, commit_cadence_ms, evaluate_partition, group_status
 from .verdicts import RebalanceConfig, RebalanceJudge
 from .share import ShareGroup
 from .states import GroupType, InconsistentRecord, ModelError
@@ -489,16 +489,14 @@ class GroupCoordinatorShard:
         cadences = [c for c in (commit_cadence_ms(w) for w in windows) if c is not None]
         cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
         owner_last: dict[str, int] = {}
-        owner_advance: dict[str, int] = {}  # the newest commit that moved one of the member's offsets forward
+        owner_windows: dict[str, list] = {m.member_id: [] for m in members}
         for (topic, p, _off, _epoch, _md, cts), window in zip(rows, windows):
             m = owners.get((topic, p))
             if m is None:
                 continue
             if cts > owner_last.get(m.member_id, -1):
                 owner_last[m.member_id] = cts
-            advanced = last_advance_ms(window) if len(window) > 1 else None
-            if advanced is not None and advanced > owner_advance.get(m.member_id, -1):
-                owner_advance[m.member_id] = advanced
+            owner_windows[m.member_id].append(window)
         # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
         subscribed: set[str] | None = None
         if isinstance(g, ConsumerGroup):
@@ -510,7 +508,7 @@ class GroupCoordinatorShard:
         unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
         ownership_of = {m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
                                                owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
-                                               owner_last_advance_ms=owner_advance.get(m.member_id))
+                                               owner_windows=tuple(owner_windows[m.member_id]))
                         for m in members}
         parts: list[ev.PartitionLag] = []
         for (topic, p, off, epoch, md, cts), window in zip(rows, windows):

@@ -48,7 +48,7 @@ replay and a live run produce the same events.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
@@ -198,9 +198,8 @@ class RebalanceJudge:
         if not joined and not left and not rejoined_static:
             return out  # same members: metadata, subscription or cooperative follow-up; never churn
         # Departures, judged against when each member joined.
-        holders: dict[str, int] = {}
-        for ident in before.values():
-            holders[ident] = holders.get(ident, 0) + 1
+        holders = Counter(before.values())
+        holders_after = Counter(after.values())
         window_start = ts - cfg.storm_window_ms
         while j.departures and j.departures[0][0] < window_start:
             j.departures.popleft()
@@ -210,17 +209,13 @@ class RebalanceJudge:
             j.restarts.popleft()
         # Two members holding one identity side by side for longer than any restart takes are two live members
         # named alike, not a member and the ghost of its previous instance: from then on the identity is shared.
-        settled_before = ts - cfg.restart_wait_ms
-        for ident, n in holders.items():
-            if n >= 2 and ident not in j.shared and all(
-                    j.members.get(mid, (ts, ""))[0] <= settled_before for mid, i in before.items() if i == ident):
-                j.shared.add(ident)
+        newest_join: dict[str, int] = {}
+        for mid, ident in before.items():
+            newest_join[ident] = max(newest_join.get(ident, -1), j.members.get(mid, (ts, ""))[0])
+        j.shared.update(i for i, n in holders.items() if n >= 2 and newest_join[i] <= ts - cfg.restart_wait_ms)
         flaps_now = 0
         outsiders = 0
         replaced = 0
-        holders_after: dict[str, int] = {}
-        for ident in after.values():
-            holders_after[ident] = holders_after.get(ident, 0) + 1
         distinct = len(holders)
 
         def informative(ident: str) -> bool:
@@ -257,8 +252,7 @@ class RebalanceJudge:
                 j.restarts.append((ts, ident, flap))
                 flaps_now += flap
             j.members[mid] = (ts, ident)
-        present = set(after.values())
-        j.shared &= present
+        j.shared.intersection_update(holders_after)
         j.churn.append(ts)
         # The episode this rebalance belongs to.
         if ep is None:
@@ -402,7 +396,7 @@ class RebalanceJudge:
             # of capacity. Each completed one counts towards a slow rolling restart.
             for _ in range(ep.replaced_departures):
                 self._chain_add(j, (at, ep.start_ms, ep.rebalances), ep.size_before)
-            if len(chain) >= 2 and ep.replaced_departures and not j.chain_reported:
+            if len(chain) >= 2 and not j.chain_reported:
                 out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
                                                ep.baseline))
             return out

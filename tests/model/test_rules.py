@@ -109,11 +109,13 @@ CASES = [
     #     of its partitions forward 3 s ago (a slow consumer draining one partition's fetched records after another,
     #     committing every assigned position): lagging, not stalled.
     (21, [(80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,
-     Ownership(True, False, "m1", "c1@h", 100_000, owner_last_advance_ms=97_000), None, Status.WARN, "waiting_turn"),
+     Ownership(True, False, "m1", "c1@h", 100_000, owner_windows=(((92_000, 400), (97_000, 600)),)), None,
+     Status.WARN, "waiting_turn"),
     # 21b. ... but an owner whose last forward move is the one this partition made with it (all its partitions
     #      paused together, committed in one request) is stalled.
     (21.5, [(75, 400), (80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,
-     Ownership(True, False, "m1", "c1@h", 100_000, owner_last_advance_ms=80_000), None, Status.STALL, "stalled"),
+     Ownership(True, False, "m1", "c1@h", 100_000, owner_windows=(((75_000, 400), (80_000, 500), (100_000, 500)),)),
+     None, Status.STALL, "stalled"),
     # 22. A stream processor committing on its checkpoints every 60 s while it works off a backlog: lag drops by
     #     600 at every commit (20/s consumed, 10/s produced), but 30 s after a commit it is higher than 30 s before
     #     (no commit in between). Over whole commit intervals it is catching up: OK, and a WARN it held is left.

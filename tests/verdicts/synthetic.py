@@ -1,21 +1,22 @@
 """Recordings written from client behaviour, for shapes the real recordings do not cover.
 
-The real recordings (``tests/data``, and the verdict recordings beside the repository) are the truth; these are
-synthetic, built with groupscope's own record builders in the same layout (``records.jsonl`` and
-``end_offsets.jsonl``) and replayed through the job's own step like a real one. Each shape is written from a
+The real recordings (``tests/data``) are the truth; these are synthetic: built with groupscope's own record
+builders, written by the simulator's recording writer in the same layout (``records.jsonl`` and
+``end_offsets.jsonl``), and replayed through the job's own step like a real one. Each shape is written from a
 documented client behaviour (named in the test that uses it), with the record order a Kafka 4.0 broker writes:
 an empty classic generation before the first one with members, every commit a record of its own.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 
 from protocol import builders as b
 from protocol.codec import encode_record
 from streaming.offline.recording import load_recording, replay_recording
+from streaming.simulator.recording import RecordingSink
+from streaming.simulator.sinks import Append
 
 T0 = 1_795_000_000_000
 SHARD = 10
@@ -49,27 +50,24 @@ class SyntheticRecording:
         self.add(t_s, b.new_group_metadata(group, generation=generation, protocol_type="consumer", protocol="range",
                                            leader=views[0].member_id, members=views, current_state_timestamp=stamp))
 
-    def replay(self, directory: Path, until_s: float, ends: Callable[[float], dict[str, int]]) -> list:
-        """Writes the recording with one end-offset sample a second (``ends(t)``: ``"topic:partition"`` -> end)
-        and replays it; returns the verdict timeline."""
-        directory.mkdir(parents=True, exist_ok=True)
+    def replay(self, directory: Path, until_s: float, ends: Callable[[float], dict[tuple[str, int], int]]) -> list:
+        """Writes the recording (the simulator's recording writer) with one end-offset sample a second (``ends(t)``:
+        ``(topic, partition)`` -> end) and replays it; returns the verdict timeline."""
         rows = sorted(self.rows, key=lambda r: r[0])
-        with open(directory / "records.jsonl", "w", encoding="utf-8") as fh:
-            for offset, (ts, record) in enumerate(rows):
-                key, value = encode_record(record)
-                fh.write(json.dumps({"partition": SHARD, "offset": offset, "timestamp": ts, "key_hex": key.hex(),
-                                     "value_hex": None if value is None else value.hex(),
-                                     "batch": {"is_control": False, "is_transactional": False, "producer_id": -1,
-                                               "producer_epoch": -1}}) + "\n")
-        with open(directory / "end_offsets.jsonl", "w", encoding="utf-8") as fh:
-            t = 0.0
+        sink = RecordingSink(directory, segments=False)
+        sink.open({}, SHARD + 1)
+        try:
+            offset, t = 0, 0.0
             while t <= until_s:
                 stamp = T0 + int(t * 1000)
-                written = sum(1 for ts, _ in rows if ts <= stamp)
-                offsets = {f"__consumer_offsets:{SHARD}": {"high": written, "stable": written, "low": 0}}
-                offsets.update({tp: {"high": end, "stable": end, "low": 0} for tp, end in ends(t).items()})
-                fh.write(json.dumps({"t_ms": stamp, "offsets": offsets}) + "\n")
+                while offset < len(rows) and rows[offset][0] <= stamp:
+                    ts, record = rows[offset]
+                    sink.append(Append(SHARD, offset, ts, [encode_record(record)]))
+                    offset += 1
+                sink.advance_topics(ends(t), stamp)
                 t += 1.0
+        finally:
+            sink.close()
         return replay_recording(load_recording(directory))
 
 

@@ -32,7 +32,7 @@ def test_java_consumer_too_slow_for_its_backlog_is_warn_not_stall(tmp_path):
             if position[p] >= end:
                 buffered.pop(0)
         t += max(1.0, taken / rate)
-    timeline = rec.replay(tmp_path, 400, lambda s: {f"{topic}:{p}": int(rate * s) for p in range(4)})
+    timeline = rec.replay(tmp_path, 400, lambda s: {(topic, p): int(rate * s) for p in range(4)})
     for p in range(4):
         seen = stretches(timeline, group, f"{topic}:{p}", 400)
         assert "STALL" not in {s for _, _, s in seen}, seen
@@ -54,7 +54,7 @@ def test_checkpoint_committer_working_off_a_backlog_is_not_warn(tmp_path):
         position = min(end[s], position + 300)
         if s % 60 == 5:
             rec.commit(s + 0.2, group, topic, 0, position)
-    timeline = rec.replay(tmp_path, 1000, lambda s: {f"{topic}:0": end[int(s)]})
+    timeline = rec.replay(tmp_path, 1000, lambda s: {(topic, 0): end[int(s)]})
     seen = stretches(timeline, group, f"{topic}:0", 1000)
     assert all(status == "OK" for start, _, status in seen if start >= 130), seen
     assert seen[-1][2] == "OK", seen
@@ -72,6 +72,6 @@ def test_second_member_with_the_default_client_id_is_a_scale_out(tmp_path):
     for s in range(6, 300):
         for p in range(4):
             rec.commit(s + 0.5, group, topic, p, s * 10)
-    timeline = rec.replay(tmp_path, 300, lambda s: {f"{topic}:{p}": int(s) * 10 for p in range(4)})
+    timeline = rec.replay(tmp_path, 300, lambda s: {(topic, p): int(s) * 10 for p in range(4)})
     assert [v for _, v in group_verdicts(timeline, group)] == ["formation", "scale_out"], group_verdicts(timeline,
                                                                                                         group)
