@@ -105,6 +105,9 @@ class ConsumerGroup:
     # the membership when the pending epoch's record was replayed: Kafka writes a bump's member records before
     # its epoch record, so this is exactly the epoch's membership, whatever records follow before it is finalised
     pending_views: dict[str, MemberView] | None = None
+    # (instance id, member id) of a static member whose metadata tombstone was the last member change with no
+    # epoch bump since: a new member with that instance id next is the same member restarted (see replay_member)
+    departed_static: tuple[str, str] | None = None
 
     group_type = GroupType.CONSUMER
 
@@ -139,6 +142,7 @@ class ConsumerGroup:
         self.group_epoch = epoch
         self.metadata_hash = metadata_hash
         if epoch != old:
+            self.departed_static = None  # a removal that bumps the epoch is a departure, not a replacement
             if self.pending_epoch is not None:
                 self._finalise(judge, out)
             self.pending_epoch = (epoch, old, offset, timestamp)
@@ -151,8 +155,16 @@ class ConsumerGroup:
         """Type 4: the subscribed topics' ids and partition counts (tombstone = empty)."""
         self.subscription_metadata = {t.topic_name: (t.topic_id, t.num_partitions) for t in topics}
 
-    def replay_member(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
+    def replay_member(self, member_id: str, value, offset: int, timestamp: int, judge: RebalanceJudge,
+                      out: list) -> None:
         """Type 5: member metadata, or its tombstone (member removed).
+
+        A static member (``group.instance.id``) that left with epoch -2 and comes back under a new member id
+        before its session expires is replaced in place: Kafka writes the old member's three tombstones, then the
+        new member's metadata, target and current assignment, and bumps no epoch (``replaceMember``). That pair,
+        tombstone then a new member of the same instance id with no epoch record between, is one member
+        restarted: it is reported as such and the new id takes the old one's place in the epoch's membership, so
+        the next rebalance does not count it as a departure and a join.
 
         Raises:
             InvalidTransition: a member-metadata tombstone before the current-assignment tombstone.
@@ -168,6 +180,7 @@ class ConsumerGroup:
                 raise InconsistentRecord(f"group {gid}: member {member_id} deleted but still in the target "
                                          "assignment (type-7 tombstone missing)")
             del self.members[member_id]
+            self.departed_static = None if m.instance_id is None else (m.instance_id, member_id)
             out.append(ev.MemberLeft(gid, offset, timestamp, member_id, m.client_id, m.instance_id))
             self.update_state(offset, timestamp, out)
             return
@@ -194,7 +207,23 @@ class ConsumerGroup:
         if created:
             out.append(ev.MemberJoined(self.group_id, offset, timestamp, member_id, m.client_id, m.host,
                                        m.instance_id))
+            departed, self.departed_static = self.departed_static, None
+            if departed is not None and departed[0] == m.instance_id:
+                self._replace_static(departed[1], m, offset, timestamp, judge, out)
         self.update_state(offset, timestamp, out)
+
+    def _replace_static(self, old_id: str, new: ConsumerMember, offset: int, timestamp: int,
+                        judge: RebalanceJudge, out: list) -> None:
+        """The static member ``old_id`` restarted as ``new``: renamed in the epoch's membership and target."""
+        assert new.instance_id is not None
+        out.append(ev.StaticMemberReplaced(self.group_id, offset, timestamp, new.instance_id, old_id, new.member_id))
+        out.extend(judge.static_restart(self.group_id, offset, timestamp, old_id, new.member_id))
+        view = new.view(self.regexes)
+        for views in (self.epoch_views, self.pending_views):
+            if views is not None and views.pop(old_id, None) is not None:
+                views[new.member_id] = view
+        if old_id in self.epoch_target:
+            self.epoch_target[new.member_id] = self.epoch_target.pop(old_id)
 
     def replay_target_epoch(self, epoch: int | None, offset: int, timestamp: int, judge: RebalanceJudge,
                             out: list) -> None:
@@ -347,7 +376,7 @@ class ConsumerGroup:
                 None if self.epoch_views is None else _views_tuple(self.epoch_views),
                 tuple((k, tuple(v.items())) for k, v in self.epoch_target.items()),
                 tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch,
-                None if self.pending_views is None else _views_tuple(self.pending_views))
+                None if self.pending_views is None else _views_tuple(self.pending_views), self.departed_static)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "ConsumerGroup":
@@ -363,6 +392,7 @@ class ConsumerGroup:
         g.epoch_partitions = dict(t[13])
         g.epoch_ts, g.pending_epoch = t[14], t[15]
         g.pending_views = _views_from(t[16]) if len(t) > 16 and t[16] is not None else None
+        g.departed_static = tuple(t[17]) if len(t) > 17 and t[17] is not None else None  # type: ignore[assignment]
         return g
 
 

@@ -273,7 +273,7 @@ class GroupCoordinatorShard:
     def _cg_member(self, rec, offset, ts, pid, txn) -> None:
         g = self._consumer_group(rec.key.group_id, rec.value is not None, offset, ts)
         if g is not None:
-            g.replay_member(rec.key.member_id, rec.value, offset, ts, self._events)
+            g.replay_member(rec.key.member_id, rec.value, offset, ts, self.judge, self._events)
             if rec.value is not None:
                 self.tracked_topics.update(rec.value.subscribed_topic_names)
 

@@ -496,3 +496,86 @@ def test_static_members_restarted_one_by_one_are_a_rolling_restart_without_a_reb
     out = log.events(ev.StaticMemberReplaced, ev.RollingRestart, ev.RebalanceStorm, ev.Rebalance)
     assert [type(e).__name__ for e in out] == ["StaticMemberReplaced", "StaticMemberReplaced", "RollingRestart",
                                                "StaticMemberReplaced"]
+    assert log.shard.judge.counters("g").rolling_restarts == 1
+
+
+def _kip848_static_group(log, g, ids):
+    """A consumer-protocol group whose members carry group.instance.id, formed one member per epoch."""
+    for epoch, (inst, mid) in enumerate(ids.items(), start=1):
+        log.add(b.new_consumer_group_member(g, mid, client_id=inst, subscribed_topic_names=["t"], instance_id=inst),
+                T0)
+        log.add(b.new_consumer_group_partition_metadata(g, [(TID, "t", 6)]), T0)
+        log.add(b.new_consumer_group_epoch(g, epoch), T0)
+        log.add(b.new_target_assignment_member(g, mid, {TID: [epoch - 1]}), T0)
+        log.add(b.new_target_assignment_epoch(g, epoch), T0)
+        log.add(b.new_current_assignment(g, mid, member_epoch=epoch, previous_member_epoch=epoch - 1,
+                                         assigned={TID: [epoch - 1]}), T0)
+
+
+def _kip848_static_replace(log, g, old, new, inst, epoch, part, ts):
+    """What the coordinator writes when a static member that left with epoch -2 comes back under a new member id
+    before its session expires: the old member's three tombstones, then the new one, no epoch record."""
+    log.add(b.new_current_assignment(g, old, member_epoch=-2, previous_member_epoch=epoch, assigned={TID: [part]}),
+            ts - 8_000)
+    log.add(b.new_current_assignment_tombstone(g, old), ts)
+    log.add(b.new_target_assignment_member_tombstone(g, old), ts)
+    log.add(b.new_consumer_group_member_tombstone(g, old), ts)
+    log.add(b.new_consumer_group_member(g, new, client_id=inst, subscribed_topic_names=["t"], instance_id=inst), ts)
+    log.add(b.new_target_assignment_member(g, new, {TID: [part]}), ts)
+    log.add(b.new_current_assignment(g, new, member_epoch=0, previous_member_epoch=0, assigned={}), ts)
+    log.add(b.new_current_assignment(g, new, member_epoch=epoch, previous_member_epoch=0, assigned={TID: [part]}),
+            ts + 10)
+
+
+def test_kip848_static_members_replaced_in_place_are_a_rolling_restart_and_a_later_join_a_scale_out():
+    """Consumer protocol with group.instance.id: a deploy replaces each static member in place (no epoch bump).
+    The model reports each replacement, the second makes a rolling restart, and the new member ids take the old
+    ones' places, so a member added minutes later is a plain join (a scale-out), not three departures."""
+    log = Log()
+    ids = {"inst-0": "m0", "inst-1": "m1", "inst-2": "m2"}
+    _kip848_static_group(log, "k", ids)
+    log.events()
+    for i, (inst, old) in enumerate(list(ids.items())):
+        ids[inst] = f"{old}-b"
+        _kip848_static_replace(log, "k", old, ids[inst], inst, 3, i, T0 + 60_000 + i * 20_000)
+    out = log.events(ev.StaticMemberReplaced, ev.RollingRestart, ev.RebalanceStorm, ev.Rebalance)
+    assert [type(e).__name__ for e in out] == ["StaticMemberReplaced", "StaticMemberReplaced", "RollingRestart",
+                                               "StaticMemberReplaced"]
+    assert [(e.old_member_id, e.new_member_id) for e in out if isinstance(e, ev.StaticMemberReplaced)] == \
+        [("m0", "m0-b"), ("m1", "m1-b"), ("m2", "m2-b")]
+    ts = T0 + 480_000
+    log.add(b.new_consumer_group_member("k", "d", client_id="extra", subscribed_topic_names=["t"]), ts)
+    log.add(b.new_consumer_group_epoch("k", 4), ts)
+    log.add(b.new_target_assignment_member("k", "d", {TID: [3]}), ts)
+    log.add(b.new_target_assignment_epoch("k", 4), ts)
+    rebalance, = log.events(ev.Rebalance)
+    assert (rebalance.causes, rebalance.joined, rebalance.left) == ((C.MEMBER_JOINED,), ("d",), ())
+    assert rebalance.partitions_moved == 0 and rebalance.partitions_stayed == 3
+    log.shard.judge.tick(ts + 120_000)
+    counters = log.shard.judge.counters("k")
+    assert (counters.rolling_restarts, counters.scale_outs, counters.scale_ins, counters.storms) == (1, 1, 0, 0)
+
+
+def test_kip848_static_member_expired_then_back_is_a_departure_and_a_join_not_a_replacement():
+    """A static member away past its session timeout is removed with an epoch bump; coming back later under the
+    same instance id is a new join (its own epoch bump), never a replacement."""
+    log = Log()
+    _kip848_static_group(log, "k", {"inst-0": "m0", "inst-1": "m1"})
+    log.events()
+    ts = T0 + 60_000
+    log.add(b.new_current_assignment_tombstone("k", "m1"), ts)
+    log.add(b.new_target_assignment_member_tombstone("k", "m1"), ts)
+    log.add(b.new_consumer_group_member_tombstone("k", "m1"), ts)
+    log.add(b.new_consumer_group_epoch("k", 3), ts)
+    log.add(b.new_target_assignment_member("k", "m0", {TID: [0, 1]}), ts)
+    log.add(b.new_target_assignment_epoch("k", 3), ts)
+    ts += 30_000
+    log.add(b.new_consumer_group_member("k", "m1-b", client_id="inst-1", subscribed_topic_names=["t"],
+                                        instance_id="inst-1"), ts)
+    log.add(b.new_consumer_group_epoch("k", 4), ts)
+    log.add(b.new_target_assignment_member("k", "m0", {TID: [0]}), ts)
+    log.add(b.new_target_assignment_member("k", "m1-b", {TID: [1]}), ts)
+    log.add(b.new_target_assignment_epoch("k", 4), ts)
+    out = log.events(ev.StaticMemberReplaced, ev.Rebalance)
+    assert [type(e).__name__ for e in out] == ["Rebalance", "Rebalance"]
+    assert [(e.left, e.joined) for e in out] == [(("m1",), ()), ((), ("m1-b",))]
