@@ -166,6 +166,8 @@ class ModelSettings(_Section):
     storm_flaps: int = Field(2, ge=1)
     flap_lifetime_seconds: float = Field(20.0, gt=0)
     settle_seconds: float = Field(20.0, gt=0)
+    # a group smaller than before waits this long for the members that left to come back before a scale-in
+    return_wait_seconds: float = Field(180.0, gt=0)
     storm_quiet_seconds: float = Field(60.0, gt=0)
     end_offset_history: int = Field(64, ge=2, le=10000)
 

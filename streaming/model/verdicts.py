@@ -19,9 +19,10 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
 * an **episode** is a run of churn rebalances, each less than ``settle_ms`` after the previous one. It is over
-  once the group has been quiet for ``settle_ms`` -- or for ``restart_wait_ms`` while the group is smaller than
-  when the episode began, so a member being rescheduled (a pod restarting for 30 s) can come back first, or while
-  a new instance has joined beside a present one of its name (a restart if that one expires, an addition if not).
+  once the group has been quiet for ``settle_ms`` -- or for ``return_wait_ms`` while the group is smaller than
+  when the episode began, so a member being rescheduled (a pod or a JVM taking a minute or two to start) can come
+  back first, or for ``restart_wait_ms`` while a new instance has joined beside a present one of its name (a
+  restart if that one expires, an addition if not).
 
 The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
 
@@ -35,8 +36,9 @@ rolling_restart    the group never emptied; only members present at the episode'
                                                                                                            back, or at
                                                                                                            settle
 formation          the episode started from an empty (or new) group and nobody left                        at settle
-scale_out          members only joined, and no present member of the same name expired (no restarts)       at settle
-scale_in           members only left                                                                       at settle
+scale_out          members only joined, and no present member of the same name expired (no restarts); or  at settle
+                   members left and joined and the group grew
+scale_in           members only left; or members left and joined and the group shrank                     at settle
 =================  =====================================================================================  ==========
 
 While a storm is active no other verdict is taken: its rebalances belong to the storm.
@@ -81,8 +83,11 @@ class RebalanceConfig:
     flap_lifetime_ms: int = 20_000  # a member leaving sooner than this after joining flapped
     identity_flap_departures: int = 3  # the n-th departure of one identity in the window is a flap
     settle_ms: int = 20_000  # quiet time that ends an episode (and lets its verdict be taken)
-    restart_wait_ms: int = 60_000  # ... while the group is smaller than at the episode's start: time for the
-    # member that left to come back (a pod being rescheduled) before the departure is called a scale-in
+    restart_wait_ms: int = 60_000  # ... while a new instance waits beside a present one of its name (the killed
+    # instance's session expiring); also how long two holders of one identity side by side make it a shared one
+    return_wait_ms: int = 180_000  # ... while the group is smaller than at the episode's start: time for the
+    # member that left to come back (a pod rescheduled, a JVM starting, a static member past its session) before
+    # the departure is called a scale-in
     storm_quiet_ms: int = 60_000  # quiet time that ends a storm
     restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
 
@@ -91,7 +96,7 @@ class RebalanceConfig:
             raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
                              "identity_flap_departures >= 2 required")
         if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms,
-               self.restart_wait_ms) <= 0:
+               self.restart_wait_ms, self.return_wait_ms) <= 0:
             raise ValueError("rebalance config: every duration must be positive")
 
 
@@ -365,8 +370,11 @@ class RebalanceJudge:
             return out
         # A smaller group waits for the member that left to come back; a new instance beside a present one of the
         # same name waits for that one to expire (a restart) or to stay (an added member sharing its name).
-        waiting = (ep.size_now < ep.size_before and not ep.went_empty) or ep.restart_joins > ep.replaced_departures
-        quiet = cfg.restart_wait_ms if waiting else cfg.settle_ms
+        quiet = cfg.settle_ms
+        if ep.restart_joins > ep.replaced_departures:
+            quiet = max(quiet, cfg.restart_wait_ms)
+        if ep.size_now < ep.size_before and not ep.went_empty:
+            quiet = max(quiet, cfg.return_wait_ms)
         if now_ms < ep.last_ms + quiet:
             return out
         j.episode = None
@@ -405,6 +413,10 @@ class RebalanceJudge:
             verdict = "scale_out"
         elif ep.joins == 0 and ep.departures > 0 and ep.size_now < ep.size_before:
             verdict = "scale_in"
+        elif not ep.started_empty and not ep.went_empty and ep.size_now != ep.size_before:
+            # Members left and others joined, and the size changed: judged by the capacity it left (a scale-in
+            # whose members were partly replaced, or replacements and additions together).
+            verdict = "scale_out" if ep.size_now > ep.size_before else "scale_in"
         if verdict != "rolling_restart" or ep.departures >= 2:
             chain.clear()
             j.chain_reported = False
@@ -454,10 +466,11 @@ class RebalanceJudge:
             event: ev.Event = ev.RollingRestart(gid, offset, at, ep.rebalances, span, ep.start_ms, (),
                                                 reason=reason)
         else:
+            mixed = f", {ep.departures} left and {ep.joins} joined" if ep.departures and ep.joins else ""
             reason = {
                 "formation": f"group formed with {ep.size_now} members in {span:.0f} s",
-                "scale_out": f"{ep.size_before} -> {ep.size_now} members, nobody left",
-                "scale_in": f"{ep.size_before} -> {ep.size_now} members, nobody joined",
+                "scale_out": f"{ep.size_before} -> {ep.size_now} members" + (mixed or ", nobody left"),
+                "scale_in": f"{ep.size_before} -> {ep.size_now} members" + (mixed or ", nobody joined"),
             }[verdict]
             cls = {"formation": ev.GroupFormed, "scale_out": ev.ScaleOut, "scale_in": ev.ScaleIn}[verdict]
             event = cls(gid, offset, at, ep.rebalances, span, ep.start_ms, ep.size_before, ep.size_now,

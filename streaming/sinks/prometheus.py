@@ -128,9 +128,9 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("kafka_consumergroup_rolling_restarts_total", "counter", "group", _G,
        "Rolling restarts: members present before restarted one at a time, each replaced, size restored."),
     _m("kafka_consumergroup_scale_outs_total", "counter", "group", _G,
-       "Scale-outs: members added and nobody left, once the group settled."),
+       "Scale-outs: the group ended larger (members added), once it settled."),
     _m("kafka_consumergroup_scale_ins_total", "counter", "group", _G,
-       "Scale-ins: members removed and nobody joined, once the group settled."),
+       "Scale-ins: the group ended smaller (members removed and not replaced in time), once it settled."),
     _m("kafka_consumergroup_rebalance_verdict", "gauge", "group", ("cluster", "group", "verdict"),
        "1 for the group's latest rebalance verdict (storm, storm_ended, rolling_restart, scale_out, scale_in, "
        "formation)."),

@@ -4,6 +4,8 @@ with the membership each rebalance leaves behind, so each case reads as a timeli
 
 from __future__ import annotations
 
+import pytest
+
 from streaming.model import events as ev
 from streaming.model.states import GroupType
 from streaming.model.verdicts import RebalanceConfig, RebalanceJudge
@@ -103,13 +105,16 @@ def test_rolling_restart_one_at_a_time_is_reported_when_everyone_is_back():
     assert g.verdicts() == [("formation", 20), ("rolling_restart", 73)]
 
 
-def test_slow_rolling_restart_pods_back_after_40_s_each():
-    """Each pod is away 40 s and the next goes 30 s after: episodes settle one by one; the 2nd makes it a rolling
-    restart, reported once, never a scale-in or scale-out."""
+@pytest.mark.parametrize("start, away, every", [
+    (100.0, 40, 70),  # away 40 s, the next 30 s after: episodes settle one by one, the 2nd makes the chain
+    (60.0, 70, 80),  # away 70 s (a slow JVM start, a static member past its session), the next 10 s after it is back
+])
+def test_slow_rolling_restart_is_one_rolling_restart_never_a_scale_in_or_out(start, away, every):
+    """Each of 3 pods restarts once, one at a time, slowly: one rolling restart, reported once."""
     g = Group(crew("p1", "p2", "p3"), t=0)
     g.wait(40)
-    t = g.restart_one_by_one(("p1", "p2", "p3"), 1, 100.0, away=40, every=70)
-    g.wait(t + 120)
+    t = g.restart_one_by_one(("p1", "p2", "p3"), 1, start, away=away, every=every)
+    g.wait(t + 300)
     assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"]
 
 
@@ -120,8 +125,22 @@ def test_scale_out_and_scale_in():
     g.to(crew("a", "b", "c", "d"), 105)
     g.wait(126)
     g.to(crew("a", "b"), 300)
-    g.wait(361)
-    assert g.verdicts() == [("formation", 20), ("scale_out", 125), ("scale_in", 360)]
+    g.wait(479)
+    assert g.verdicts() == [("formation", 20), ("scale_out", 125)]  # still waiting for c and d to come back
+    g.wait(480)
+    assert g.verdicts() == [("formation", 20), ("scale_out", 125), ("scale_in", 480)]
+
+
+def test_a_scale_in_followed_by_a_larger_scale_out_within_the_return_wait_is_one_scale_out():
+    """4 -> 2, then three new members 100 s later: the group grew, whatever happened in between."""
+    g = Group(crew("a", "b", "c", "d"), t=0)
+    g.wait(30)
+    g.to(crew("a", "b"), 100)
+    g.to({**crew("a", "b"), **crew("x", "y", "z")}, 200)
+    g.wait(400)
+    verdicts = [e for e in g.events if e.verdict != "formation"]
+    assert [(e.verdict, (e.timestamp - T0) / 1000) for e in verdicts] == [("scale_out", 220)]
+    assert verdicts[0].reason == "4 -> 5 members, 2 left and 3 joined"
 
 
 def test_ghost_restarts_are_not_a_scale_out():
