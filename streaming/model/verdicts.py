@@ -12,7 +12,8 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   was killed soon after joining), or the third and later departure, within the window, of a member *identity*
   (static ``group.instance.id``, else ``client.id@host``) that names one member (or one member beside the ghost
   of its previous instance), or the third and later join of a new instance of such an identity beside a present
-  one (a restart while the killed instance waits for its session to expire). Identities catch crash loops whose
+  one (a restart while the killed instance waits for its session to expire), while at most one member present at
+  the episode's start holds it. Identities catch crash loops whose
   members outlive ``flap_lifetime_ms`` only because a killed member stays until its session expires; counting the
   restarts calls the loop while it runs.
 * a **shared** identity is one that two members have held side by side for longer than ``restart_wait_ms`` (no
@@ -243,19 +244,26 @@ class RebalanceJudge:
             if holders.get(ident) == 2 and holders_after.get(ident) == 1 and ident not in j.shared:
                 replaced += 1
         restart_joins = 0
+        # Holders present when the episode began: a crash loop piles up young ghosts beside one established
+        # holder, while several established holders are separate members named alike (separate JVMs left at
+        # Java's default client id on one host, restarted one after another by a deploy).
+        baseline = ep.baseline if ep is not None else before.keys()
+        established = Counter(i for m, i in before.items() if m in baseline) if joined else Counter()
         for mid in joined:
             ident = after[mid]
             if holders.get(ident, 0) >= 1 and ident not in j.shared:
                 # A new instance beside a present one of the same name: a restart while the killed instance waits
                 # for its session to expire (an added member if the other one stays: see ``_settle``). The n-th
                 # restart of one identity in the window is a flap, even while every killed instance outlives the
-                # flap lifetime as a ghost (a crash loop of members that never leave cleanly).
+                # flap lifetime as a ghost (a crash loop of members that never leave cleanly) -- as long as the
+                # identity names one established member.
                 if holders[ident] == 1:
                     restart_joins += 1
-                repeats = sum(1 for _, i, _ in j.restarts if i == ident)
-                flap = repeats + 1 >= cfg.identity_flap_departures
-                j.restarts.append((ts, ident, flap))
-                flaps_now += flap
+                if established[ident] <= 1:
+                    repeats = sum(1 for _, i, _ in j.restarts if i == ident)
+                    flap = repeats + 1 >= cfg.identity_flap_departures
+                    j.restarts.append((ts, ident, flap))
+                    flaps_now += flap
             j.members[mid] = (ts, ident)
         j.shared.intersection_update(holders_after)
         j.churn.append(ts)

@@ -50,6 +50,14 @@ class Group:
             self.wait(t - 1)
         return t
 
+    def expire(self, members: dict[str, str], expiries: list[tuple[float, str]], until: float) -> None:
+        """Removes from ``members`` the killed instances (``(expiry s, member id)``) whose session expired by
+        ``until``, one rebalance each."""
+        for at, mid in sorted(e for e in expiries if e[0] <= until):
+            members.pop(mid)
+            self.to(dict(members), at)
+            expiries.remove((at, mid))
+
     def verdicts(self) -> list[tuple[str, float]]:
         return [(e.verdict, (e.timestamp - T0) / 1000) for e in self.events]
 
@@ -278,15 +286,31 @@ def test_crash_loop_of_killed_instances_that_linger_as_ghosts_is_a_storm_while_i
     t = 60.0
     for k in range(1, 12):
         t += 7
-        for at, mid in [e for e in expiries if e[0] <= t]:
-            members.pop(mid)
-            g.to(dict(members), at)
-            expiries.remove((at, mid))
+        g.expire(members, expiries, t)
         members[f"f-{k}"] = "f@h"
         g.to(dict(members), t)
         expiries.append((t + 7 + 45, f"f-{k}"))
     storms = [at for v, at in g.verdicts() if v == "storm"]
     assert storms and storms[0] <= 60 + 7 * 4, g.verdicts()
+
+
+def test_members_named_alike_killed_one_by_one_beside_their_ghosts_are_a_rolling_restart():
+    """KIP-848, four processes all named ``consumer-g-1@h`` (Java's default client id, separate JVMs) formed a
+    minute ago; a deploy kills them one at a time, 15 s apart, each new process joining at once beside the killed
+    one, which expires 45 s later. New instances beside several established holders of a name are not one member
+    restarting again and again: a rolling restart, never a storm."""
+    g = Group({f"m{k}-0": "consumer-g-1@h" for k in range(4)}, t=0)
+    g.wait(30)
+    members = {f"m{k}-0": "consumer-g-1@h" for k in range(4)}
+    expiries: list[tuple[float, str]] = []
+    for k, t in enumerate((55.0, 70.0, 85.0, 100.0)):
+        g.expire(members, expiries, t)
+        members[f"m{k}-1"] = "consumer-g-1@h"
+        g.to(dict(members), t)
+        expiries.append((t + 45, f"m{k}-0"))
+    g.expire(members, expiries, 400)
+    g.wait(400)
+    assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"], g.verdicts()
 
 
 def test_a_second_deploy_minutes_after_a_slow_one_is_reported_too():

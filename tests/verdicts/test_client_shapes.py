@@ -75,3 +75,49 @@ def test_second_member_with_the_default_client_id_is_a_scale_out(tmp_path):
     timeline = rec.replay(tmp_path, 300, lambda s: {(topic, p): int(s) * 10 for p in range(4)})
     assert [v for _, v in group_verdicts(timeline, group)] == ["formation", "scale_out"], group_verdicts(timeline,
                                                                                                         group)
+
+
+def test_java_consumers_with_the_default_client_id_restarted_one_by_one_are_a_rolling_restart(tmp_path):
+    """Four Java consumers, each its own JVM on one host, all named ``consumer-<group>-1`` by the client's default,
+    with the cooperative-sticky assignor (classic protocol). A deploy closes and restarts them one at a time, 15 s
+    apart, starting a minute after they formed the group. Each restart is three generations: the member leaves (its
+    partitions go to the others at once), the new instance joins and gets nothing while the partitions to move are
+    revoked, and the owners' immediate rejoin hands them over. Four members named alike are four members, not one
+    crash-looping consumer: a rolling restart, never a storm."""
+    group, topic, client = "coop-default-ids", "orders", "consumer-coop-default-ids-1"
+    rec = SyntheticRecording()
+    rec.classic_generation(2.0, group, 0, {})
+    members = [f"{client}-{k}" for k in range(4)]
+    assignment = {m: [2 * k, 2 * k + 1] for k, m in enumerate(members)}
+    generation = 1
+
+    def write(t: float) -> None:
+        nonlocal generation
+        rec.classic_generation(t, group, generation, {m: (client, {topic: ps}) for m, ps in assignment.items()})
+        generation += 1
+
+    write(5.0)
+    t = 60.0
+    for k in range(4):
+        orphaned = assignment.pop(members[k])
+        others = list(assignment)
+        for i, p in enumerate(orphaned):
+            assignment[others[i % len(others)]] = assignment[others[i % len(others)]] + [p]
+        write(t)  # the member left
+        members[k] = f"{client}-{k}-restarted"
+        revoked = []
+        for m in list(assignment):
+            if len(assignment[m]) > 2:
+                revoked.append(assignment[m][-1])
+                assignment[m] = assignment[m][:-1]
+        assignment[members[k]] = []
+        write(t + 3.0)  # its new instance joined; partitions to move revoked
+        assignment[members[k]] = revoked
+        write(t + 3.3)  # the follow-up generation hands them over
+        t += 15.0
+    for s in range(0, 300, 5):
+        for p in range(8):
+            rec.commit(s + 6.1, group, topic, p, (s + 6) * 10)
+    timeline = rec.replay(tmp_path, 300, lambda s: {(topic, p): int(s) * 10 for p in range(8)})
+    verdicts = group_verdicts(timeline, group)
+    assert [v for _, v in verdicts] == ["formation", "rolling_restart"], verdicts
