@@ -56,15 +56,17 @@ class Thresholds:
     stop_max_ms: int = 3_600_000  # ceiling of the adaptive no-commit time
     empty_group_grace_ms: int = 10_000  # a group with no members and lag: STOP after this
     warn_after_ms: int = 10_000  # a consumer less than this far behind (in time) is never WARN
-    warn_cadence_factor: float = 3.0  # ... nor one less than this many commit intervals behind
+    warn_cadence_factor: float = 2.0  # ... nor one less than this many commit intervals behind (a healthy
+    # consumer is about one interval behind at most, just before its next commit)
     trend_ms: int = 30_000  # horizon over which lag is compared to tell growing from catching up
+    first_interval_ms: int = 60_000  # one commit so far: no WARN before this long without a second one
     catching_up_ratio: float = 0.9  # lag below this fraction of its value a horizon ago: catching up
 
     def __post_init__(self) -> None:
         if self.allowed_lag < 0 or self.min_window < 2 or self.window < self.min_window:
             raise ValueError("thresholds: need allowed_lag >= 0 and 2 <= min_window <= window")
         if min(self.stop_after_ms, self.stop_max_ms, self.empty_group_grace_ms, self.warn_after_ms,
-               self.trend_ms) <= 0 or self.min_distance_ms < 0:
+               self.trend_ms, self.first_interval_ms) <= 0 or self.min_distance_ms < 0:
             raise ValueError("thresholds: durations must be positive")
         if self.stop_max_ms < self.stop_after_ms:
             raise ValueError("thresholds: stop_max_ms must be >= stop_after_ms")
@@ -335,8 +337,12 @@ def evaluate_partition(
     warn_after = th.warn_after(cadence)
     holding = previous == Status.WARN
     # Hysteresis: WARN is entered at warn_after behind and left only below half of it (or when catching up), so
-    # the saw-tooth of time behind between two commits cannot flip it back and forth.
-    if behind_ms >= (warn_after / 2 if holding else warn_after):
+    # the saw-tooth of time behind between two commits cannot flip it back and forth. A single commit tells no
+    # trend: between two commits lag always grows (the committed offset stands still while the end moves), so
+    # a consumer back from an outage gets ``first_interval_ms`` for its second commit to say whether it gains or
+    # loses ground.
+    if (cadence is not None or idle_ms >= th.first_interval_ms) and \
+            behind_ms >= (warn_after / 2 if holding else warn_after):
         # Compare with the lag a horizon ago, or at the oldest commit the window still holds if that is later
         # (before it, the committed offset is not known).
         horizon = trend_horizon_ms(cadence, th, now_ms, ends[0][0] if ends else None)
@@ -344,7 +350,11 @@ def evaluate_partition(
         end_then = _end_at(ends, then)
         lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))
         if lag_then is not None:
-            growing = current_lag > lag_then
+            # Lag taken at the last two commits (the same point of the saw-tooth): falling there means the
+            # consumer gains on the end at every commit, whatever the lag was a horizon ago (a burst absorbed).
+            at_commits = lags_at_commits(offsets[-2:], ends)
+            gaining = len(at_commits) == 2 and at_commits[1] < at_commits[0]
+            growing = current_lag > lag_then and not gaining
             catching_up = current_lag < lag_then * th.catching_up_ratio
             if (growing and behind_ms >= warn_after) or (holding and not catching_up):
                 return Verdict(Status.WARN, "falling_behind",

@@ -121,6 +121,20 @@ CASES = [
     #     (no commit in between). Over whole commit intervals it is catching up: OK, and a WARN it held is left.
     (22, [(t, 20 * t) for t in range(0, 421, 60)], [(t, 10 * t + 6000) for t in range(330, 451, 2)], 2100,
      450, -1, owned(420), Status.WARN, Status.OK, "progressing"),
+    # 23. A burst absorbed: caught up until a burst of 3,000 records at 70 s, then committing every 5 s and gaining
+    #     100/s on the end. Lag is higher than 30 s ago (before the burst) and 20 s behind, but it falls at every
+    #     commit: OK.
+    (23, [(t, 10 * t if t < 70 else 700 + 110 * (t - 70)) for t in range(55, 91, 5)],
+     [(t, 10 * t + 3000 * (t >= 70)) for t in range(27, 91)], 1000, 90, -1, owned(90), Status.OK, Status.OK,
+     "progressing"),
+    # 24. One commit so far, 40 s ago, far behind (a consumer back from an outage that commits every minute): its
+    #     lag grows only because there is no second commit yet; no WARN before a minute without one.
+    (24, [(0, 10)], produced(40, offset0=5000), 5390, 40, -1, Ownership(True, False, "m1", "c1@h", 0, 300_000),
+     None, Status.OK, "progressing"),
+    # 25. Kafka's Java consumer too slow for its input (5 of 10 records/s), auto-committing at each poll, 20 s
+    #     apart: 43 s behind (over two commit intervals) and lag growing is WARN.
+    (25, [(t, 5 * t) for t in range(6, 87, 20)], produced(86), 430, 86, -1, owned(86), Status.OK, Status.WARN,
+     "falling_behind"),
 ]
 
 
