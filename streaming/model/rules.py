@@ -252,6 +252,16 @@ def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: floa
     return advanced > (offsets[0][0] if own is None else own) + th.min_distance_ms
 
 
+def is_gaining(offsets, ends) -> bool:
+    """Lag at the latest commit is below lag at the one before (both taken at the same point of the saw-tooth):
+    the consumer gains on the end at every commit, whatever its lag was a horizon ago (a burst being absorbed)."""
+    if len(offsets) < 2:
+        return False
+    (t0, o0), (t1, o1) = offsets[-2], offsets[-1]
+    e0, e1 = _end_at(ends, t0), _end_at(ends, t1)
+    return e0 is not None and e1 is not None and max(0, e1 - o1) < max(0, e0 - o0)
+
+
 def evaluate_partition(
     offsets: Sequence[tuple[int, int]],
     ends: Sequence[tuple[int, int]],
@@ -350,11 +360,7 @@ def evaluate_partition(
         end_then = _end_at(ends, then)
         lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))
         if lag_then is not None:
-            # Lag taken at the last two commits (the same point of the saw-tooth): falling there means the
-            # consumer gains on the end at every commit, whatever the lag was a horizon ago (a burst absorbed).
-            at_commits = lags_at_commits(offsets[-2:], ends)
-            gaining = len(at_commits) == 2 and at_commits[1] < at_commits[0]
-            growing = current_lag > lag_then and not gaining
+            growing = current_lag > lag_then and not is_gaining(offsets, ends)
             catching_up = current_lag < lag_then * th.catching_up_ratio
             if (growing and behind_ms >= warn_after) or (holding and not catching_up):
                 return Verdict(Status.WARN, "falling_behind",
