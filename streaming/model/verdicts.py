@@ -31,7 +31,8 @@ The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
 verdict            when                                                                                    reported
 =================  =====================================================================================  ==========
 storm              ≥ ``storm_rebalances`` churn rebalances and ≥ ``storm_flaps`` flaps in the window       at once
-storm_ended        an active storm and no churn rebalance for ``storm_quiet_ms``                           on time
+storm_ended        an active storm and no churn rebalance for ``storm_quiet_ms`` (or twice the storm's      on time
+                   longest quiet between churn rebalances, if longer)
 rolling_restart    the group never emptied; only members present at the episode's start left, at most     when every
                    ``max(1, size // 4)`` per rebalance, each replaced, no flap; ≥ 2 left (or all of them)  member is
                                                                                                            back, or at
@@ -119,12 +120,14 @@ class _Episode:
     restart_joins: int = 0  # joins whose identity was already held by a present member
     rebalances: int = 0
     replaced_departures: int = 0  # departures of a ghost whose identity stays with its new instance
+    # who left, each as its identity, or as its member id when the identity names several members
+    leavers: tuple[str, ...] = ()
 
     def to_tuple(self) -> tuple:
         return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
                 tuple(sorted(self.baseline)), self.size_now, self.joins, self.departures, self.max_departures,
                 self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
-                self.replaced_departures)
+                self.replaced_departures, self.leavers)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_Episode":
@@ -149,6 +152,7 @@ class _GroupJudgement:
     # one host): they name nobody, so neither their departures nor their joins say who restarted
     shared: set = field(default_factory=set)
     restarts: deque = field(default_factory=deque)  # (time, identity, flap): new instances beside a present one
+    storm_gap: int = 0  # the longest quiet between two churn rebalances of the active storm (its rhythm)
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -157,7 +161,7 @@ class _GroupJudgement:
                 self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
                  c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
-                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts))
+                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
@@ -166,6 +170,8 @@ class _GroupJudgement:
         j.counters = ev.GroupVerdicts(*t[10])
         if len(t) > 11:  # states written before shared identities were kept have neither
             j.shared, j.restarts = set(t[11]), deque(t[12])
+        if len(t) > 13:
+            j.storm_gap = t[13]
         return j
 
 
@@ -230,8 +236,10 @@ class RebalanceJudge:
             return ident not in j.shared and holders.get(ident, 0) <= 2 and (distinct > 1 or len(before) <= 2)
 
         ep = j.episode
+        leavers: list[str] = []
         for mid in left:
             joined_ms, ident = j.members.pop(mid, (None, before[mid]))
+            leavers.append(ident if informative(ident) else mid)
             short = joined_ms is not None and ts - joined_ms < cfg.flap_lifetime_ms
             repeats = sum(1 for _, i, _ in j.departures if i == ident) if informative(ident) else 0
             flap = short or repeats + 1 >= cfg.identity_flap_departures
@@ -249,9 +257,12 @@ class RebalanceJudge:
         # Java's default client id on one host, restarted one after another by a deploy).
         baseline = ep.baseline if ep is not None else before.keys()
         established = Counter(i for m, i in before.items() if m in baseline) if joined else Counter()
+        # While a group forms and nobody has left yet, members named alike are joining one by one (a consumer-
+        # protocol group forms one epoch per member), not restarting.
+        forming = (ep.started_empty and ep.departures == 0 and not left) if ep is not None else not before
         for mid in joined:
             ident = after[mid]
-            if holders.get(ident, 0) >= 1 and ident not in j.shared:
+            if holders.get(ident, 0) >= 1 and ident not in j.shared and not forming:
                 # A new instance beside a present one of the same name: a restart while the killed instance waits
                 # for its session to expire (an added member if the other one stays: see ``_settle``). The n-th
                 # restart of one identity in the window is a flap, even while every killed instance outlives the
@@ -280,15 +291,18 @@ class RebalanceJudge:
         ep.flaps += flaps_now
         ep.restart_joins += restart_joins
         ep.replaced_departures += replaced
+        ep.leavers += tuple(leavers)
         ep.went_empty = ep.went_empty or (not after and bool(before))
         # Storm: judged again at every churn rebalance.
         flaps = sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
         if j.storm_since is not None:
+            j.storm_gap = max(j.storm_gap, ts - j.storm_last_churn)
             j.storm_last_churn, j.storm_last_offset = ts, offset
             j.storm_rebalances += 1
         elif len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
             j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], ts, offset
             j.storm_rebalances = len(j.churn)
+            j.storm_gap = max((b - a for a, b in zip(j.churn, list(j.churn)[1:])), default=0)
             j.episode = None
             reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} were members "
                       f"leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member leaving or "
@@ -322,15 +336,17 @@ class RebalanceJudge:
         (a deploy of statically-named consumers), reported at the second."""
         cfg = self.config
         j = self.groups.setdefault(group_id, _GroupJudgement())
+        who = None
         if old_member in j.members:
-            j.members[new_member] = (timestamp, j.members.pop(old_member)[1])
+            who = j.members.pop(old_member)[1]
+            j.members[new_member] = (timestamp, who)
         if j.storm_since is not None:
             return []
         chain = j.chain
         if chain and timestamp - chain[-1][0] > cfg.restart_chain_gap_ms:
             chain.clear()
             j.chain_reported = False
-        self._chain_add(j, (timestamp, timestamp, 0), len(j.members))
+        self._chain_add(j, (timestamp, timestamp, 0, who), len(j.members))
         if len(chain) < 2 or j.chain_reported:
             return []
         size = len(j.members)
@@ -357,10 +373,11 @@ class RebalanceJudge:
         cfg = self.config
         out: list[ev.Event] = []
         if j.storm_since is not None:
-            end = j.storm_last_churn + cfg.storm_quiet_ms
+            quiet = self._storm_quiet_ms(j)
+            end = j.storm_last_churn + quiet
             if now_ms >= end:
                 duration = (j.storm_last_churn - j.storm_since) / 1000.0
-                reason = (f"no membership change for {cfg.storm_quiet_ms // 1000} s after {j.storm_rebalances} "
+                reason = (f"no membership change for {quiet // 1000} s after {j.storm_rebalances} "
                           f"rebalances in {duration:.0f} s")
                 out.append(ev.StormEnded(gid, j.storm_last_offset, end, j.storm_rebalances, duration, j.storm_since,
                                          reason=reason))
@@ -401,7 +418,8 @@ class RebalanceJudge:
                 verdict = "rolling_restart"
             else:
                 # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
-                self._chain_add(j, (at, ep.start_ms, ep.rebalances), ep.size_before)
+                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leavers[0] if ep.leavers else None),
+                                ep.size_before)
                 if len(chain) >= 2 and not j.chain_reported:
                     out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before,
                                                    ep.size_now, ep.baseline))
@@ -410,8 +428,9 @@ class RebalanceJudge:
                 and ep.replaced_departures:
             # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
             # of capacity. Each completed one counts towards a slow rolling restart.
-            for _ in range(ep.replaced_departures):
-                self._chain_add(j, (at, ep.start_ms, ep.rebalances), ep.size_before)
+            for k in range(ep.replaced_departures):
+                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leavers[k] if k < len(ep.leavers) else None),
+                                ep.size_before)
             if len(chain) >= 2 and not j.chain_reported:
                 out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
                                                ep.baseline))
@@ -432,12 +451,25 @@ class RebalanceJudge:
             out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep))
         return out
 
+    def _storm_quiet_ms(self, j: _GroupJudgement) -> int:
+        """Quiet time that ends a storm: ``storm_quiet_ms``, or twice the storm's own longest quiet between two
+        churn rebalances when that is longer (a member thrown out every 70 s for exceeding its poll interval keeps
+        a slower rhythm than a minute), at most the storm window."""
+        cfg = self.config
+        return int(min(max(cfg.storm_quiet_ms, 2 * j.storm_gap), max(cfg.storm_quiet_ms, cfg.storm_window_ms)))
+
     @staticmethod
     def _chain_add(j: _GroupJudgement, restart: tuple, size: int) -> None:
-        """Adds one settled single-member restart to the chain. Once a reported chain holds as many restarts as the
-        group has members, everyone has restarted: a further restart begins the next deploy (a rollback or a hotfix
-        minutes after the first), reported on its own."""
+        """Adds one settled single-member restart ``(settled ms, start ms, rebalances, who)`` to the chain. Once a
+        reported chain holds as many restarts as the group has members, everyone has restarted: a further restart
+        begins the next deploy (a rollback or a hotfix minutes after the first), reported on its own. A member
+        already in the chain restarting again is a loop, not the next member of a deploy: the chain starts over
+        from it, so one member restarting again and again never makes a rolling restart."""
         if j.chain_reported and len(j.chain) >= max(size, 2):
+            j.chain.clear()
+            j.chain_reported = False
+        who = restart[3] if len(restart) > 3 else None
+        if who is not None and any(len(c) > 3 and c[3] == who for c in j.chain):
             j.chain.clear()
             j.chain_reported = False
         j.chain.append(restart)

@@ -322,3 +322,67 @@ def test_a_second_deploy_minutes_after_a_slow_one_is_reported_too():
     g.restart_one_by_one(("a", "b"), 2, 300.0, away=5, every=30)
     g.wait(500)
     assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart", "rolling_restart"], g.verdicts()
+
+
+def test_one_member_restarting_again_and_again_is_never_a_rolling_restart():
+    """One member of three is thrown out for exceeding max.poll.interval.ms every ~6 minutes and rejoins at once
+    (a dynamic member: a new member id each time). Each restart alone looks like one step of a slow deploy; the
+    same member again is a loop, not the next member."""
+    g = Group({**crew("a", "b"), "c-0": "c@h"}, t=0)
+    g.wait(30)
+    for k in range(1, 5):
+        t = 60.0 + 200 * k
+        g.to(crew("a", "b"), t)
+        g.to({**crew("a", "b"), f"c-{k}": "c@h"}, t + 1)
+        g.wait(t + 150)
+    assert "rolling_restart" not in [v for v, _ in g.verdicts()], g.verdicts()
+
+
+def test_static_member_crash_looping_without_rebalances_is_not_a_rolling_restart():
+    """A static member restarting every 5 s within its session timeout: the same instance each time, so no deploy;
+    two different static members restarting one after the other still are."""
+    judge = RebalanceJudge()
+    judge.baseline("g", 0, T0, {"s1-0": "inst-1", "s2-0": "inst-2", "s3-0": "inst-3"})
+    events = judge.tick(T0 + 30_000)
+    for k in range(1, 8):
+        events += judge.static_restart("g", k, T0 + 60_000 + 5_000 * k, f"s1-{k - 1}", f"s1-{k}")
+    assert not [e for e in events if isinstance(e, ev.RollingRestart)]
+    events = judge.static_restart("g", 20, T0 + 200_000, "s2-0", "s2-1")
+    assert [type(e).__name__ for e in events] == ["RollingRestart"]
+
+
+def test_a_storm_with_a_slow_rhythm_lasts_while_it_goes_on():
+    """A member thrown out every 70 s (processing longer than a 60 s max.poll.interval.ms) and rejoining at once:
+    a storm, and it does not end between two of its cycles although each is longer than a quiet minute."""
+    g = Group(crew("a", "b", "c"), t=0)
+    g.wait(30)
+    members = crew("a", "b", "c")
+    for k in range(1, 12):
+        t = 40.0 + 70 * k
+        members.pop(f"c-{k - 1}")
+        g.to(dict(members), t)
+        members[f"c-{k}"] = "c@h"
+        g.to(dict(members), t + 1)
+        g.wait(t + 69)
+    kinds = [v for v, _ in g.verdicts()]
+    assert kinds.count("storm") == 1 and "storm_ended" not in kinds, g.verdicts()
+    g.wait(40 + 70 * 11 + 200)
+    assert [v for v, _ in g.verdicts()][-1] == "storm_ended"
+
+
+def test_consumer_protocol_group_forming_one_member_at_a_time_under_one_name_then_deployed():
+    """KIP-848 forms a group one epoch per join; three processes with one client id on one host join one after
+    another, and a deploy 40 s later restarts them one at a time (each new process beside the old one until it
+    leaves). The formation's joins are not restarts: a rolling restart, never a storm."""
+    g = Group({"m0": "app@h"}, t=0)
+    g.to({"m0": "app@h", "m1": "app@h"}, 0.5)
+    g.to({"m0": "app@h", "m1": "app@h", "m2": "app@h"}, 1.0)
+    members = {"m0": "app@h", "m1": "app@h", "m2": "app@h"}
+    for k in range(3):
+        t = 40.0 + 15 * k
+        members[f"m{k}-new"] = "app@h"
+        g.to(dict(members), t)
+        members.pop(f"m{k}")
+        g.to(dict(members), t + 5)
+    g.wait(300)
+    assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"], g.verdicts()
