@@ -257,9 +257,8 @@ def is_gaining(offsets, ends) -> bool:
     the consumer gains on the end at every commit, whatever its lag was a horizon ago (a burst being absorbed)."""
     if len(offsets) < 2:
         return False
-    (t0, o0), (t1, o1) = offsets[-2], offsets[-1]
-    e0, e1 = _end_at(ends, t0), _end_at(ends, t1)
-    return e0 is not None and e1 is not None and max(0, e1 - o1) < max(0, e0 - o0)
+    before, latest = lags_at_commits(offsets[-2:], ends)
+    return latest < before
 
 
 def evaluate_partition(

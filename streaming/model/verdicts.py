@@ -53,6 +53,7 @@ replay and a live run produce the same events.
 from __future__ import annotations
 
 from collections import Counter, deque
+from itertools import pairwise
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
@@ -128,6 +129,10 @@ class _Episode:
                 tuple(sorted(self.baseline)), self.size_now, self.joins, self.departures, self.max_departures,
                 self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
                 self.replaced_departures, self.leavers)
+
+    def leaver(self, k: int) -> str | None:
+        """Who the ``k``-th departure was (None in a state written before departures were named)."""
+        return self.leavers[k] if k < len(self.leavers) else None
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_Episode":
@@ -239,9 +244,10 @@ class RebalanceJudge:
         leavers: list[str] = []
         for mid in left:
             joined_ms, ident = j.members.pop(mid, (None, before[mid]))
-            leavers.append(ident if informative(ident) else mid)
+            named = informative(ident)
+            leavers.append(ident if named else mid)
             short = joined_ms is not None and ts - joined_ms < cfg.flap_lifetime_ms
-            repeats = sum(1 for _, i, _ in j.departures if i == ident) if informative(ident) else 0
+            repeats = sum(1 for _, i, _ in j.departures if i == ident) if named else 0
             flap = short or repeats + 1 >= cfg.identity_flap_departures
             j.departures.append((ts, ident, flap))
             flaps_now += flap
@@ -302,7 +308,7 @@ class RebalanceJudge:
         elif len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
             j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], ts, offset
             j.storm_rebalances = len(j.churn)
-            j.storm_gap = max((b - a for a, b in zip(j.churn, list(j.churn)[1:])), default=0)
+            j.storm_gap = max((b - a for a, b in pairwise(j.churn)), default=0)
             j.episode = None
             reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} were members "
                       f"leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member leaving or "
@@ -334,7 +340,6 @@ class RebalanceJudge:
         """A static member (``group.instance.id``) came back under a new member id within its session timeout:
         no rebalance, but one member restarted. Two such restarts within the chain gap make a rolling restart
         (a deploy of statically-named consumers), reported at the second."""
-        cfg = self.config
         j = self.groups.setdefault(group_id, _GroupJudgement())
         who = None
         if old_member in j.members:
@@ -343,9 +348,6 @@ class RebalanceJudge:
         if j.storm_since is not None:
             return []
         chain = j.chain
-        if chain and timestamp - chain[-1][0] > cfg.restart_chain_gap_ms:
-            chain.clear()
-            j.chain_reported = False
         self._chain_add(j, (timestamp, timestamp, 0, who), len(j.members))
         if len(chain) < 2 or j.chain_reported:
             return []
@@ -406,9 +408,6 @@ class RebalanceJudge:
         at = ep.last_ms + quiet
         verdict = None
         chain = j.chain
-        if chain and ep.start_ms - chain[-1][0] > cfg.restart_chain_gap_ms:
-            chain.clear()
-            j.chain_reported = False
         if ep.flaps:
             verdict = None  # churn that did not reach a storm: the Rebalance events tell it
         elif ep.started_empty and ep.departures == 0:
@@ -418,8 +417,7 @@ class RebalanceJudge:
                 verdict = "rolling_restart"
             else:
                 # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
-                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leavers[0] if ep.leavers else None),
-                                ep.size_before)
+                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leaver(0)), ep.size_before)
                 if len(chain) >= 2 and not j.chain_reported:
                     out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before,
                                                    ep.size_now, ep.baseline))
@@ -429,8 +427,7 @@ class RebalanceJudge:
             # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
             # of capacity. Each completed one counts towards a slow rolling restart.
             for k in range(ep.replaced_departures):
-                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leavers[k] if k < len(ep.leavers) else None),
-                                ep.size_before)
+                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leaver(k)), ep.size_before)
             if len(chain) >= 2 and not j.chain_reported:
                 out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
                                                ep.baseline))
@@ -458,21 +455,22 @@ class RebalanceJudge:
         cfg = self.config
         return int(min(max(cfg.storm_quiet_ms, 2 * j.storm_gap), max(cfg.storm_quiet_ms, cfg.storm_window_ms)))
 
-    @staticmethod
-    def _chain_add(j: _GroupJudgement, restart: tuple, size: int) -> None:
-        """Adds one settled single-member restart ``(settled ms, start ms, rebalances, who)`` to the chain. Once a
-        reported chain holds as many restarts as the group has members, everyone has restarted: a further restart
-        begins the next deploy (a rollback or a hotfix minutes after the first), reported on its own. A member
-        already in the chain restarting again is a loop, not the next member of a deploy: the chain starts over
-        from it, so one member restarting again and again never makes a rolling restart."""
-        if j.chain_reported and len(j.chain) >= max(size, 2):
-            j.chain.clear()
+    def _chain_add(self, j: _GroupJudgement, restart: tuple, size: int) -> None:
+        """Adds one settled single-member restart ``(settled ms, start ms, rebalances, who)`` to the chain. The
+        chain starts over when
+        * the restart began more than ``restart_chain_gap_ms`` after the chain's last one settled;
+        * a reported chain holds as many restarts as the group has members: everyone has restarted, so this one
+          begins the next deploy (a rollback or a hotfix minutes after the first), reported on its own;
+        * the member is already in the chain: restarting again is a loop, not the next member of a deploy, so one
+          member restarting again and again never makes a rolling restart."""
+        chain = j.chain
+        who = restart[3]
+        if chain and (restart[1] - chain[-1][0] > self.config.restart_chain_gap_ms
+                      or (j.chain_reported and len(chain) >= max(size, 2))
+                      or (who is not None and any(len(c) > 3 and c[3] == who for c in chain))):
+            chain.clear()
             j.chain_reported = False
-        who = restart[3] if len(restart) > 3 else None
-        if who is not None and any(len(c) > 3 and c[3] == who for c in j.chain):
-            j.chain.clear()
-            j.chain_reported = False
-        j.chain.append(restart)
+        chain.append(restart)
 
     def _chain_verdict(self, gid: str, j: _GroupJudgement, offset: int, at: int, last_ms: int, size_before: int,
                        size_now: int, baseline: frozenset[str]) -> ev.Event:
