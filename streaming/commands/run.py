@@ -193,11 +193,7 @@ def heartbeat(config, bootstrap, once) -> None:
         click.echo(f"groupscope heartbeat: {exc}", err=True)
         sys.exit(1)
 
-    hb = settings.heartbeat
-    emitter = HeartbeatEmitter(settings.kafka, topic=hb.topic, interval_s=hb.interval_seconds,
-                               include=hb.include_topics, exclude=hb.exclude_topics,
-                               offsets_topic=settings.source.offsets_topic, retention_ms=hb.retention_ms,
-                               chunk_partitions=hb.chunk_partitions, check_topic_config=hb.check_topic_config)
+    emitter = HeartbeatEmitter.from_settings(settings.kafka, settings.heartbeat, settings.source.offsets_topic)
     if once:
         ok = emitter.tick()
         s = emitter.status

@@ -128,13 +128,9 @@ class ClusterRun:
         if s.heartbeat.enabled:
             from streaming.kafka.heartbeat import HeartbeatEmitter
 
-            hb = s.heartbeat
-            self.emitter = HeartbeatEmitter(s.kafka, topic=hb.topic, interval_s=hb.interval_seconds,
-                                            include=hb.include_topics, exclude=hb.exclude_topics,
-                                            offsets_topic=s.source.offsets_topic, retention_ms=hb.retention_ms,
-                                            chunk_partitions=hb.chunk_partitions,
-                                            check_topic_config=hb.check_topic_config,
-                                            **({"clock": self.heartbeat_clock} if self.heartbeat_clock else {}))
+            self.emitter = HeartbeatEmitter.from_settings(
+                s.kafka, s.heartbeat, s.source.offsets_topic,
+                **({"clock": self.heartbeat_clock} if self.heartbeat_clock else {}))
             self.emitter.tick()  # the first heartbeat before the first batch: no blind warm-up window
             self.emitter.start()
             self._started.append(("heartbeat", self.emitter.stop))

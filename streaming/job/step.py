@@ -245,6 +245,7 @@ class ShardStep:
         for hb in decoded:
             count += 1
             samples = {}
+            quiet = {(t, p): (end, q) for t, p, end, q in hb.quiet} if hb.quiet else None
             for topic, partition, hw, lso, lw in hb.ends:
                 if topic == offsets_topic:
                     if partition == self.shard:
@@ -253,7 +254,9 @@ class ShardStep:
                             m.previous_lso = m.stable_end
                         m.offsets_hw, m.offsets_lso = hw, lso
                     continue
-                samples[(topic, partition)] = EndOffsetSample(hw, lso, lw, hb.timestamp_ms)
+                tail = quiet.get((topic, partition)) if quiet else None
+                samples[(topic, partition)] = EndOffsetSample(
+                    hw, lso, lw, hb.timestamp_ms, quiet_from=tail[1] if tail and tail[0] == hw else -1)
             self.model.apply_heartbeat(hb.timestamp_ms, samples)
         return count, 0
 

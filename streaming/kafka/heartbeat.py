@@ -24,6 +24,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from streaming.schema.heartbeat_format import encode_heartbeats
 from .client import KafkaAccess, KafkaUnavailable, Reachability
+from .tail_probe import TailProbe, read_last_offsets
 
 __all__ = ["HeartbeatEmitter", "EmitterStatus", "config_fixes"]
 
@@ -53,9 +54,15 @@ class HeartbeatEmitter:
         retention_ms: int = 86_400_000,
         chunk_partitions: int = 5000,
         check_topic_config: bool = True,
+        probe_tails: bool = True,
+        tail_window: int = 1000,
+        tail_partitions: int = 200,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.access = KafkaAccess(kafka)
+        # Aborted transactions at the end of a partition (streaming.kafka.tail_probe): read where they may be.
+        self.tails = TailProbe(lambda ranges: read_last_offsets(kafka, ranges, timeout_s=5.0), window=tail_window,
+                               max_partitions=tail_partitions) if probe_tails else None
         self.reachability = Reachability(self.access.bootstrap, log)
         self.topic = topic
         self.interval_s = interval_s
@@ -79,6 +86,16 @@ class HeartbeatEmitter:
         self._config_future = None
         self._config_fixes: dict[str, str] = {}
         self.config_problem: str | None = None
+
+    @classmethod
+    def from_settings(cls, kafka: Mapping[str, str], settings, offsets_topic: str, **overrides) -> "HeartbeatEmitter":
+        """The emitter the ``heartbeat`` section of the configuration describes (``streaming.config``)."""
+        return cls(kafka, topic=settings.topic, interval_s=settings.interval_seconds,
+                   include=settings.include_topics, exclude=settings.exclude_topics, offsets_topic=offsets_topic,
+                   retention_ms=settings.retention_ms, chunk_partitions=settings.chunk_partitions,
+                   check_topic_config=settings.check_topic_config, probe_tails=settings.probe_transaction_tails,
+                   tail_window=settings.tail_probe_window, tail_partitions=settings.tail_probe_partitions,
+                   **overrides)
 
     # ---- lifecycle --------------------------------------------------------------------------------------------
 
@@ -216,8 +233,9 @@ class HeartbeatEmitter:
             ends = self.access.end_offsets(partitions)
             now_ms = int(self.clock() * 1000)
             rows = [(t, p, e.high_watermark, e.last_stable, e.low_watermark) for (t, p), e in sorted(ends.items())]
+            quiet = self._quiet_tails(rows)
             self._seq += 1
-            for value in encode_heartbeats(now_ms, self.emitter_id, self._seq, rows, self.chunk_partitions):
+            for value in encode_heartbeats(now_ms, self.emitter_id, self._seq, rows, self.chunk_partitions, quiet):
                 self._producer.produce(self.topic, key=self.emitter_id.encode(), value=value, partition=0,
                                        timestamp=now_ms)
             remaining = self._producer.flush(self.access.timeout_s)
@@ -238,6 +256,15 @@ class HeartbeatEmitter:
             self._status = EmitterStatus(s.ticks + 1, s.failures, now_ms, None, True, len(rows))
         self.reachability.reached()
         return True
+
+
+    def _quiet_tails(self, rows: list[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int, int]]:
+        """Reads the transactional tails that are due and says which end in offsets no consumer gets."""
+        if self.tails is None:
+            return []
+        ends = {(t, p): (hw, lso, low) for t, p, hw, lso, low in rows if t != self.offsets_topic}
+        self.tails.probe(self.tails.due(ends))
+        return self.tails.quiet(ends)
 
 
 def config_fixes(current: Mapping[str, str | None], wanted: Mapping[str, str]) -> dict[str, str]:

@@ -9,7 +9,11 @@ watermark, stamped with the emitter's clock. This module keeps the latest sample
   (seen in the conformance capture) must not inflate lag. On a partition known to carry transactions, a consumer
   positioned exactly on the final COMMIT/ABORT marker (committed == end − 1 with nothing open) has nothing left to
   read: a transaction always writes at least one data record before its marker, so ``end − 1`` is the marker
-  itself. That lag counts as 0 (docs/design-notes.md#lag-lessons).
+  itself. That lag counts as 0 (docs/design-notes.md#lag-lessons). More generally, where the heartbeat says the
+  partition's tail is *quiet* from some offset (the emitter read it: only markers and aborted records from there to
+  the end), a consumer committed at or past that offset has nothing left to read and its lag is 0: a producer
+  whose last transaction was aborted leaves its records and the ABORT marker behind it, which no ``read_committed``
+  consumer ever gets.
 * **time lag**: when did the log end pass the committed offset? Interpolated between the two history samples that
   bracket it (Kafka Lag Exporter's idea). Unlike KLE it never extrapolates: a committed offset older than the
   history gives ``now − oldest sample`` flagged as a lower bound, so a group replaying months of data shows "at
@@ -37,10 +41,13 @@ class EndOffsetSample:
     low_watermark: int = -1
     time_ms: int = -1
     transactional: bool | None = None  # None = unknown (inferred from LSO < HWM)
+    # First offset from which a read_committed consumer gets nothing more up to this high watermark (-1: not known).
+    quiet_from: int = -1
 
 
-def offset_lag(committed: int, hwm: int, lso: int = -1, transactional: bool = False) -> tuple[int, int]:
-    """``(end, lag)`` for one partition: lag never negative, a lone trailing marker never counts.
+def offset_lag(committed: int, hwm: int, lso: int = -1, transactional: bool = False,
+               quiet_from: int = -1) -> tuple[int, int]:
+    """``(end, lag)`` for one partition: lag never negative, a lone trailing marker or a quiet tail never counts.
 
     Raises:
         ValueError: a negative high watermark (not an end offset).
@@ -49,8 +56,8 @@ def offset_lag(committed: int, hwm: int, lso: int = -1, transactional: bool = Fa
         raise ValueError(f"high watermark must be >= 0, got {hwm}")
     end = hwm if lso < 0 or lso > hwm else lso
     lag = end - committed
-    if lag == 1 and transactional and lso == hwm:
-        lag = 0  # only the transaction marker is left (module docstring)
+    if lag > 0 and (0 <= quiet_from <= committed or (lag == 1 and transactional and lso == hwm)):
+        lag = 0  # only markers and aborted records are left (module docstring)
     return end, (lag if lag > 0 else 0)
 
 
@@ -61,7 +68,7 @@ class EndOffsetHistory:
     moved forward instead of appending, so an idle partition keeps its whole history span in few samples.
     """
 
-    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "times", "ends", "capacity")
+    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "quiet_from", "times", "ends", "capacity")
 
     def __init__(self, capacity: int = DEFAULT_HISTORY) -> None:
         self.hwm = -1
@@ -69,6 +76,7 @@ class EndOffsetHistory:
         self.lwm = -1
         self.time_ms = -1
         self.transactional = False
+        self.quiet_from = -1  # of the latest sample only: it says something about that sample's end
         self.times = array("q")
         self.ends = array("q")
         self.capacity = capacity
@@ -80,6 +88,9 @@ class EndOffsetHistory:
             return
         hwm, lso = sample.high_watermark, sample.last_stable_offset
         self.hwm, self.lso, self.lwm, self.time_ms = hwm, lso, sample.low_watermark, t
+        # Only a tail read at this very end offset, with nothing open, says anything about it.
+        q = sample.quiet_from
+        self.quiet_from = q if 0 <= q < hwm and lso in (-1, hwm) else -1
         if sample.transactional is not None:
             self.transactional = sample.transactional
         elif 0 <= lso < hwm:
@@ -129,7 +140,7 @@ class EndOffsetHistory:
         return hwm if lso < 0 or lso > hwm else lso
 
     def lag(self, committed: int) -> tuple[int, int]:
-        return offset_lag(committed, self.hwm, self.lso, self.transactional)
+        return offset_lag(committed, self.hwm, self.lso, self.transactional, self.quiet_from)
 
     def end_at(self, time_ms: int) -> int | None:
         """The end offset at ``time_ms`` interpolated from the history (None before the first sample)."""
@@ -181,7 +192,7 @@ class EndOffsetHistory:
 
     def to_tuple(self) -> tuple:
         return (self.hwm, self.lso, self.lwm, self.time_ms, self.transactional, self.times.tobytes(),
-                self.ends.tobytes(), self.capacity)
+                self.ends.tobytes(), self.capacity, self.quiet_from)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "EndOffsetHistory":
@@ -189,4 +200,6 @@ class EndOffsetHistory:
         h.hwm, h.lso, h.lwm, h.time_ms, h.transactional = t[:5]
         h.times.frombytes(t[5])
         h.ends.frombytes(t[6])
+        if len(t) > 8:  # state written before quiet tails were known has none
+            h.quiet_from = t[8]
         return h

@@ -400,7 +400,7 @@ class GroupCoordinatorShard:
             if isinstance(s, EndOffsetSample):
                 if s.time_ms < 0:
                     s = EndOffsetSample(s.high_watermark, s.last_stable_offset, s.low_watermark, now_ms,
-                                        s.transactional)
+                                        s.transactional, s.quiet_from)
             elif isinstance(s, int):
                 s = EndOffsetSample(s, -1, -1, now_ms)
             elif isinstance(s, tuple) and 1 <= len(s) <= 3:
