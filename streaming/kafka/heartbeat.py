@@ -61,7 +61,7 @@ class HeartbeatEmitter:
     ) -> None:
         self.access = KafkaAccess(kafka)
         # Aborted transactions at the end of a partition (streaming.kafka.tail_probe): read where they may be.
-        self.tails = TailProbe(lambda ranges: read_last_offsets(kafka, ranges, timeout_s=5.0), window=tail_window,
+        self.tails = TailProbe(lambda ranges: read_last_offsets(kafka, ranges), window=tail_window,
                                max_partitions=tail_partitions) if probe_tails else None
         self.reachability = Reachability(self.access.bootstrap, log)
         self.topic = topic

@@ -62,9 +62,11 @@ def read_ranges(
     batch_rows: int = 50_000,
     timeout_s: float = 300.0,
     isolation: str = "read_committed",
+    fail_on: frozenset[int] = frozenset(),
 ) -> Iterator[pa.RecordBatch]:
     """Yields every record of ``ranges`` as Arrow batches; raises :class:`ReadTimeout` if a range cannot be
-    completed within ``timeout_s`` of no progress (broker gone for good: Spark then retries the task)."""
+    completed within ``timeout_s`` of no progress (broker gone for good: Spark then retries the task), and
+    RuntimeError at once on a fatal error or one whose code is in ``fail_on`` (librdkafka retries the others)."""
     todo = [r for r in ranges if r.size > 0]
     if not todo:
         return
@@ -94,7 +96,7 @@ def read_ranges(
             messages = consumer.consume(num_messages=max(1, min(10_000, expected, batch_rows - len(keys))),
                                         timeout=0.2)
             if messages:
-                _take(messages, remaining, next_offset, cols, consumer, names, codes, topic_of)
+                _take(messages, remaining, next_offset, cols, consumer, names, codes, topic_of, fail_on)
                 last_progress = time.monotonic()
             if len(keys) >= batch_rows:
                 yield _batch(*cols, topic_names)
@@ -116,7 +118,8 @@ def read_ranges(
 
 
 def _take(messages: list, remaining: dict, next_offset: dict, cols: tuple[list, ...], consumer: Consumer,
-          names: list[str], codes: dict[str, int], topic_of: dict[int, int] | None) -> None:
+          names: list[str], codes: dict[str, int], topic_of: dict[int, int] | None,
+          fail_on: frozenset[int] = frozenset()) -> None:
     """Appends the in-range records of one ``consume()`` result to the columns; completes and pauses the ranges
     they finish.
 
@@ -131,8 +134,8 @@ def _take(messages: list, remaining: dict, next_offset: dict, cols: tuple[list, 
         for m in messages:
             err = m.error()
             # End-of-partition events are expected; other errors are transient (librdkafka retries) unless fatal.
-            if err is not None and err.code() != KafkaError._PARTITION_EOF and err.fatal():
-                raise RuntimeError(f"Kafka consumer failed: {err}")
+            if err is not None and err.code() != KafkaError._PARTITION_EOF and (err.fatal() or err.code() in fail_on):
+                raise RuntimeError(f"Kafka consumer failed: {err.str()}")
     if not good:
         return
     parts = np.array([m.partition() for m in good], np.int64)

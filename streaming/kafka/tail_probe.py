@@ -12,14 +12,18 @@ committed at or past it as caught up (``streaming.model.lag``).
 
 Which partitions, and why:
 
-* only those seen carrying an open transaction (LSO below the high watermark at a tick) or whose tail was found
-  quiet before: a partition without transactions never has an undeliverable tail, and reading the tail of every
-  partition would cost a fetch per partition whenever one goes idle. A producer that dies inside a transaction
-  leaves it open until ``transaction.timeout.ms``, long enough to be seen;
-* only once the end offset stayed put for a whole tick, with nothing open: a tail that is still growing is read
-  by its consumers anyway, and is about to change;
-* once per end offset, at most ``max_partitions`` per tick, the last ``window`` offsets: a quiet stretch longer than
-  the window is reported from the window's start, which is true, only less than the whole stretch.
+* a partition whose last offset is a record has nothing quiet at its end: the first look at each partition reads
+  only its last offset, once, and a partition found that way is left alone unless a transaction is later seen
+  open on it (LSO below the high watermark at a tick). The first look is what finds an aborted tail that was
+  already there when the emitter started; a producer that dies inside a transaction later leaves it open until
+  ``transaction.timeout.ms``, long enough to be seen;
+* a partition seen carrying transactions, or whose last offset was not a record, has its last ``window`` offsets
+  read whenever its end moves and settles: a quiet stretch longer than the window is reported from the window's
+  start, which is true, only less than the whole stretch;
+* only once the end offset stayed put for a whole tick, with nothing open: a tail that is still growing is read by
+  its consumers anyway, and is about to change;
+* at most ``max_partitions`` per tick and for at most ``budget_s`` (transactional partitions first): the rest wait
+  for the next tick, so a cluster of many partitions is looked at over some minutes, never in one burst.
 
 The probe needs read access to the topics; where this monitor may only describe them the read fails, which is said
 once per topic, and lag there counts every offset, as it does without a probe.
@@ -28,8 +32,11 @@ once per topic, and lag there counts every offset, as it does without a probe.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from confluent_kafka import KafkaError
 
 from .reader import OffsetRange, read_ranges
 
@@ -43,14 +50,18 @@ TopicPartition = tuple[str, int]
 @dataclass(frozen=True, slots=True)
 class _Tail:
     end: int  # the high watermark the tail was read at
-    quiet_from: int  # first offset from which nothing is delivered up to ``end`` (-1: the read failed)
+    quiet_from: int  # first offset from which nothing is delivered up to ``end``
+
+
+# A monitor that may not read a topic learns it from these at once, not after a timeout.
+_NOT_READABLE = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.UNKNOWN_TOPIC_OR_PART})
 
 
 def read_last_offsets(kafka: Mapping[str, str], ranges: list[OffsetRange],
-                      timeout_s: float = 10.0) -> dict[TopicPartition, int]:
+                      timeout_s: float = 5.0) -> dict[TopicPartition, int]:
     """The offset of the last record a ``read_committed`` consumer gets in each range (absent: none at all)."""
     last: dict[TopicPartition, int] = {}
-    for batch in read_ranges(kafka, ranges, timeout_s=timeout_s, isolation="read_committed"):
+    for batch in read_ranges(kafka, ranges, timeout_s=timeout_s, isolation="read_committed", fail_on=_NOT_READABLE):
         topics = batch.column("topic").to_pylist()
         partitions = batch.column("partition").to_pylist()
         for t, p, off in zip(topics, partitions, batch.column("offset").to_pylist()):
@@ -60,61 +71,106 @@ def read_last_offsets(kafka: Mapping[str, str], ranges: list[OffsetRange],
 
 
 class TailProbe:
-    """Which transactional tails to read at a tick, and what the heartbeat says about them."""
+    """Which tails to read at a tick, and what the heartbeat says about them.
+
+    Each partition is *unknown* until its tail is first read, *plain* when its last offset was a record then (it is
+    left alone unless a transaction is later seen open on it), *transactional* when a transaction was seen open on
+    it or its last offset was not a record (a marker, or aborted). A transactional partition's tail is read again
+    whenever its end moves and settles. The first look at an unknown partition reads only its last offset, so
+    watching many plain partitions costs one small read each, once; it is what finds an aborted tail that was
+    already there when the emitter started.
+    """
 
     def __init__(self, read: Callable[[list[OffsetRange]], Mapping[TopicPartition, int]], *,
-                 window: int = 1000, max_partitions: int = 200) -> None:
+                 window: int = 1000, max_partitions: int = 200, budget_s: float = 2.0,
+                 retry_after_s: float = 600.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.read = read
         self.window = window
         self.max_partitions = max_partitions
-        self._transactional: set[TopicPartition] = set()
+        self.budget_s = budget_s
+        self.retry_after_s = retry_after_s
+        self.clock = clock
+        self._kind: dict[TopicPartition, str] = {}  # "plain" or "transactional"; absent: unknown
         self._previous: dict[TopicPartition, tuple[int, int]] = {}
+        self._low: dict[TopicPartition, int] = {}
         self._tails: dict[TopicPartition, _Tail] = {}
-        self._failed_topics: set[str] = set()  # said once each
+        self._failed_until: dict[str, float] = {}  # topics whose read failed: left alone until then
+        self._said: set[str] = set()  # topics whose failure was said (once each)
 
     def due(self, ends: Mapping[TopicPartition, tuple[int, int, int]]) -> list[OffsetRange]:
-        """Takes this tick's ``(high watermark, LSO, low watermark)`` per partition; returns the tails to read."""
+        """Takes this tick's ``(high watermark, LSO, low watermark)`` per partition; returns the tails to read,
+        transactional partitions first."""
         previous, self._previous = self._previous, {tp: (e[0], e[1]) for tp, e in ends.items()}
-        for tp in [tp for tp in self._tails if tp not in ends]:
-            del self._tails[tp]
-        self._transactional &= ends.keys()
-        out: list[OffsetRange] = []
+        self._low = {tp: e[2] for tp, e in ends.items()}
+        for known in (self._tails, self._kind):
+            for tp in [tp for tp in known if tp not in ends]:
+                del known[tp]
+        now = self.clock()
+        transactional: list[OffsetRange] = []
+        unknown: list[OffsetRange] = []
         for tp, (hw, lso, low) in ends.items():
             if 0 <= lso < hw:
-                self._transactional.add(tp)
+                self._kind[tp] = "transactional"
                 continue
-            if tp not in self._transactional or previous.get(tp) != (hw, lso):
+            kind = self._kind.get(tp)
+            if kind == "plain" or previous.get(tp) != (hw, lso) or hw <= max(0, low):
+                continue
+            if self._failed_until.get(tp[0], 0.0) > now:
                 continue
             tail = self._tails.get(tp)
             if tail is not None and tail.end == hw:
                 continue
-            start = max(0, low, hw - self.window)
-            if hw > start:
-                out.append(OffsetRange(tp[0], tp[1], start, hw))
-                if len(out) == self.max_partitions:
-                    break
-        return out
+            if kind == "transactional":
+                transactional.append(self._window(tp, hw, low))
+            else:
+                unknown.append(OffsetRange(tp[0], tp[1], hw - 1, hw))
+        return (transactional + unknown)[: self.max_partitions]
+
+    def _window(self, tp: TopicPartition, hw: int, low: int) -> OffsetRange:
+        return OffsetRange(tp[0], tp[1], max(0, low, hw - self.window), hw)
 
     def probe(self, ranges: list[OffsetRange]) -> None:
-        """Reads the tails, a topic at a time (a topic this monitor may not read fails alone); a failed read is
-        tried again once the partition's end moves."""
+        """Reads the tails, a topic at a time (a topic this monitor may not read fails alone, and is left alone for
+        ``retry_after_s``), for at most ``budget_s`` a tick: what is left is due again at the next."""
         by_topic: dict[str, list[OffsetRange]] = {}
         for r in ranges:
             by_topic.setdefault(r.topic, []).append(r)
+        started = self.clock()
         for topic, todo in by_topic.items():
-            try:
-                last = self.read(todo)
-            except Exception as exc:  # noqa: BLE001 - a probe never stops the heartbeat
-                if topic not in self._failed_topics:
-                    self._failed_topics.add(topic)
-                    log.info("cannot read the end of topic %s to tell aborted transactions from unread records "
-                             "(%s); lag there counts every offset", topic,
-                             (str(exc).splitlines() or [type(exc).__name__])[0])
-                last = None
+            if self.clock() - started > self.budget_s:
+                break
+            last = self._read(topic, todo)
+            if last is None:
+                continue
+            again = []
             for r in todo:
                 tp = (r.topic, r.partition)
-                quiet = -1 if last is None else (last[tp] + 1 if tp in last else r.start)
-                self._tails[tp] = _Tail(r.end, quiet)
+                first_look = r.size == 1 and self._kind.get(tp) is None
+                if first_look and tp in last:
+                    self._kind[tp] = "plain"  # its last offset is a record: nothing is quiet
+                    continue
+                if first_look:
+                    self._kind[tp] = "transactional"
+                    again.append(self._window(tp, r.end, self._low.get(tp, -1)))
+                    continue
+                self._tails[tp] = _Tail(r.end, last[tp] + 1 if tp in last else r.start)
+            if again:
+                last = self._read(topic, again) or {}
+                for r in again:
+                    tp = (r.topic, r.partition)
+                    self._tails[tp] = _Tail(r.end, last[tp] + 1 if tp in last else r.start)
+
+    def _read(self, topic: str, ranges: list[OffsetRange]) -> Mapping[TopicPartition, int] | None:
+        try:
+            return self.read(ranges)
+        except Exception as exc:  # noqa: BLE001 - a probe never stops the heartbeat
+            self._failed_until[topic] = self.clock() + self.retry_after_s
+            if topic not in self._said:
+                self._said.add(topic)
+                log.info("cannot read the end of topic %s to tell aborted transactions from unread records "
+                         "(%s); lag there counts every offset", topic,
+                         (str(exc).splitlines() or [type(exc).__name__])[0])
+            return None
 
     def quiet(self, ends: Mapping[TopicPartition, tuple[int, int, int]]) -> list[tuple[str, int, int, int]]:
         """``(topic, partition, end, quiet from)`` for every tail read at the partition's current end that has

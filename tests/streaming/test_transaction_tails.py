@@ -21,7 +21,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from protocol.builders import new_offset_commit
 from protocol.codec import encode_record
 from streaming.job.step import ShardStep, StepConfig
-from streaming.kafka.client import EndOffsets
 from streaming.kafka.heartbeat import HeartbeatEmitter
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.kafka.reader import OffsetRange
@@ -121,49 +120,70 @@ class FakeTailReader:
                 if r.start <= self.last_visible.get((r.topic, r.partition), -1) < r.end}
 
 
-def test_only_idle_partitions_seen_with_an_open_transaction_are_read_once_per_end():
-    reader = FakeTailReader({("tx", 0): 5, ("plain", 0): 99})
+def test_a_partition_whose_last_offset_is_a_record_is_looked_at_once():
+    reader = FakeTailReader({("plain", 0): 99})
+    probe = TailProbe(reader)
+    ends = {("plain", 0): (100, 100, 0)}
+    assert probe.due(ends) == [], "the end has not stayed put for a tick yet"
+    first = probe.due(ends)
+    assert first == [OffsetRange("plain", 0, 99, 100)], "a first look reads the last offset only"
+    probe.probe(first)
+    assert probe.quiet(ends) == []
+    assert probe.due({("plain", 0): (150, 150, 0)}) == [] and probe.due({("plain", 0): (150, 150, 0)}) == []
+    assert len(reader.calls) == 1
+
+
+def test_an_aborted_tail_already_there_at_the_start_is_found_by_the_first_look():
+    reader = FakeTailReader({("tx", 0): 5})  # 0-5 records, 6 COMMIT marker, 7-16 aborted, 17 ABORT marker
     probe = TailProbe(reader, window=1000)
-    assert probe.due({("tx", 0): (12, 1, 0), ("plain", 0): (100, 100, 0)}) == []  # open transaction: seen
-    assert probe.due({("tx", 0): (18, 18, 0), ("plain", 0): (100, 100, 0)}) == [], "the end just moved"
-    due = probe.due({("tx", 0): (18, 18, 0), ("plain", 0): (100, 100, 0)})
-    assert due == [OffsetRange("tx", 0, 0, 18)], "idle for a tick; the plain partition is never read"
-    probe.probe(due)
-    assert probe.quiet({("tx", 0): (18, 18, 0)}) == [("tx", 0, 18, 6)]
-    assert probe.due({("tx", 0): (18, 18, 0)}) == [], "read once per end offset"
-    # New records end the quiet stretch: nothing is said until the new end is read.
-    assert probe.quiet({("tx", 0): (25, 25, 0)}) == []
-    probe.due({("tx", 0): (25, 25, 0)})
+    ends = {("tx", 0): (18, 18, 0)}
+    probe.due(ends)
+    probe.probe(probe.due(ends))
+    assert reader.calls == [[OffsetRange("tx", 0, 17, 18)], [OffsetRange("tx", 0, 0, 18)]], \
+        "nothing delivered at the last offset: the window is read at once"
+    assert probe.quiet(ends) == [("tx", 0, 18, 6)]
+    assert probe.due(ends) == [], "read once per end offset"
+    # New records end the quiet stretch: nothing is said until the new end has settled and been read.
+    moved = {("tx", 0): (25, 25, 0)}
+    assert probe.quiet(moved) == [] and probe.due(moved) == []
     reader.last_visible[("tx", 0)] = 24
-    probe.probe(probe.due({("tx", 0): (25, 25, 0)}))
-    assert probe.quiet({("tx", 0): (25, 25, 0)}) == [], "its last offset is a record: nothing is quiet"
+    assert probe.due(moved) == [OffsetRange("tx", 0, 0, 25)], "a transactional partition: the whole window"
+    probe.probe(probe.due(moved) or [OffsetRange("tx", 0, 0, 25)])
+    assert probe.quiet(moved) == [], "its last offset is a record: nothing is quiet"
 
 
-def test_a_long_quiet_stretch_is_reported_from_the_windows_start_and_reads_are_capped_per_tick():
-    reader = FakeTailReader({("tx", p): 10 for p in range(5)})
+def test_transactional_partitions_come_first_a_long_stretch_is_reported_from_the_window_and_reads_are_capped():
+    reader = FakeTailReader({("tx", p): 10 for p in range(5)} | {("plain", 0): 4_999})
     probe = TailProbe(reader, window=100, max_partitions=2)
-    ends = {("tx", p): (5_000, 5_000, 0) for p in range(5)}
-    probe.due({tp: (5_000, 4_000, 0) for tp in ends})
+    ends = {("plain", 0): (5_000, 5_000, 0)} | {("tx", p): (5_000, 5_000, 0) for p in range(5)}
+    probe.due({tp: (5_000, 4_000, 0) if tp[0] == "tx" else e for tp, e in ends.items()})  # transactions open
     probe.due(ends)
     first = probe.due(ends)
-    assert [r.partition for r in first] == [0, 1] and first[0] == OffsetRange("tx", 0, 4_900, 5_000)
+    assert [(r.topic, r.partition) for r in first] == [("tx", 0), ("tx", 1)]
+    assert first[0] == OffsetRange("tx", 0, 4_900, 5_000)
     probe.probe(first)
     assert probe.quiet(ends) == [("tx", 0, 5_000, 4_900), ("tx", 1, 5_000, 4_900)]
-    assert [r.partition for r in probe.due(ends)] == [2, 3], "the rest in later ticks"
+    assert [(r.topic, r.partition) for r in probe.due(ends)] == [("tx", 2), ("tx", 3)], "the rest in later ticks"
 
 
-def test_a_topic_it_may_not_read_is_said_once_and_counts_as_before(caplog):
+def test_a_topic_it_may_not_read_is_said_once_left_alone_a_while_and_counts_as_before(caplog):
     caplog.set_level(logging.INFO, logger="groupscope.heartbeat")
+    now = [0.0]
     reader = FakeTailReader({("tx", 0): 5, ("secret", 0): 5}, fail_topics={"secret"})
-    probe = TailProbe(reader)
+    probe = TailProbe(reader, retry_after_s=600, clock=lambda: now[0])
     ends = {("tx", 0): (18, 18, 0), ("secret", 0): (18, 18, 0)}
-    probe.due({tp: (18, 10, 0) for tp in ends})
     probe.due(ends)
     probe.probe(probe.due(ends))
     assert probe.quiet(ends) == [("tx", 0, 18, 6)], "the readable topic is not held back by the other"
-    ends = {("tx", 0): (30, 30, 0), ("secret", 0): (30, 30, 0)}
-    probe.due(ends)
-    probe.probe(probe.due(ends))
+    moved = {("tx", 0): (30, 30, 0), ("secret", 0): (30, 30, 0)}
+    probe.due(moved)
+    due = probe.due(moved)
+    assert [r.topic for r in due] == ["tx"], "the unreadable topic is left alone"
+    probe.probe(due)
+    now[0] = 601.0
+    again = probe.due(moved)
+    assert [r.topic for r in again] == ["secret"]
+    probe.probe(again)
     said = [r.getMessage() for r in caplog.records if "cannot read the end of topic" in r.getMessage()]
     assert len(said) == 1 and "secret" in said[0] and "authorization" in said[0]
 
@@ -196,23 +216,16 @@ def test_reading_a_tail_that_ends_on_a_marker_over_tcp():
 def test_the_emitter_publishes_the_quiet_offset_it_read():
     with MockCluster(1) as mc:
         mc.create_topic("payments", 1)
+        mc.create_topic("plain", 1)
         mc.create_topic("groupscope-heartbeat", 1)  # the mock cluster cannot answer CreateTopics
         end = _transactional_tail(mc.bootstrap_servers)
-        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, include="^payments$",
+        fill = Producer({"bootstrap.servers": mc.bootstrap_servers, "log_level": 3})
+        for i in range(3):
+            fill.produce("plain", b"r%d" % i, partition=0)
+        fill.flush(10)
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, include="^(payments|plain)$",
                                    check_topic_config=False)
-        real_end_offsets = emitter.access.end_offsets
-        calls = []
-
-        def open_transaction_first(partitions):
-            """Stand-in for what the mock cluster never reports: the first tick sees a transaction still open."""
-            ends = real_end_offsets(partitions)
-            calls.append(1)
-            if len(calls) == 1:
-                ends[("payments", 0)] = EndOffsets(end, 1, 0)
-            return ends
-
-        emitter.access.end_offsets = open_transaction_first
-        for _ in range(3):  # open transaction seen; the end settles; idle for a tick: read
+        for _ in range(3):  # the ends are seen; they stayed put for a tick: first looks; nothing new
             assert emitter.tick(), emitter.status.last_error
         emitter.stop()
         consumer = Consumer({"bootstrap.servers": mc.bootstrap_servers, "group.id": "t", "log_level": 3})
@@ -223,4 +236,5 @@ def test_the_emitter_publishes_the_quiet_offset_it_read():
             assert m is not None, f"only {len(beats)} heartbeats"
             beats.append(decode_heartbeat(m.value()))
         consumer.close()
-        assert [hb.quiet for hb in beats] == [(), (), (("payments", 0, end, 6),)]
+        quiet = (("payments", 0, end, 6),)  # the COMMIT marker at 6: a consumer committed at 6 read everything
+        assert [hb.quiet for hb in beats] == [(), quiet, quiet]
