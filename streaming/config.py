@@ -55,10 +55,10 @@ class HeartbeatSettings(_Section):
     # nothing is said about it.
     check_topic_config: bool = True
     enabled: bool = True
-    # Read the last offsets of partitions seen carrying transactions once their end stops moving, so a consumer
-    # that read everything before an aborted transaction is not shown behind by the aborted records (needs read
-    # access to those topics; docs/design-notes.md#lag-lessons). At most tail_probe_partitions tails per tick, the
-    # last tail_probe_window offsets of each.
+    # Read the last offsets of partitions that carry transactions once their end stops moving, so a consumer that
+    # read everything before an aborted transaction is not shown behind by the aborted records (needs read access
+    # to those topics; docs/design-notes.md#lag-lessons). Every other partition gets one look at its last offset.
+    # At most tail_probe_partitions tails per tick, the last tail_probe_window offsets of each.
     probe_transaction_tails: bool = True
     tail_probe_window: int = Field(1000, gt=0, le=1_000_000)
     tail_probe_partitions: int = Field(200, gt=0)
