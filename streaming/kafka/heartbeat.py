@@ -257,7 +257,6 @@ class HeartbeatEmitter:
         self.reachability.reached()
         return True
 
-
     def _quiet_tails(self, rows: list[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int, int]]:
         """Reads the transactional tails that are due and says which end in offsets no consumer gets."""
         if self.tails is None:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import pyarrow as pa
 from confluent_kafka import KafkaError
 
 from .reader import OffsetRange, read_ranges
@@ -60,14 +61,13 @@ _NOT_READABLE = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.UNK
 def read_last_offsets(kafka: Mapping[str, str], ranges: list[OffsetRange],
                       timeout_s: float = 5.0) -> dict[TopicPartition, int]:
     """The offset of the last record a ``read_committed`` consumer gets in each range (absent: none at all)."""
-    last: dict[TopicPartition, int] = {}
-    for batch in read_ranges(kafka, ranges, timeout_s=timeout_s, isolation="read_committed", fail_on=_NOT_READABLE):
-        topics = batch.column("topic").to_pylist()
-        partitions = batch.column("partition").to_pylist()
-        for t, p, off in zip(topics, partitions, batch.column("offset").to_pylist()):
-            if off > last.get((t, p), -1):
-                last[(t, p)] = off
-    return last
+    batches = list(read_ranges(kafka, ranges, timeout_s=timeout_s, isolation="read_committed",
+                               fail_on=_NOT_READABLE))
+    if not batches:
+        return {}
+    last = pa.Table.from_batches(batches).group_by(["topic", "partition"]).aggregate([("offset", "max")])
+    return {(t, p): off for t, p, off in zip(last.column("topic").to_pylist(), last.column("partition").to_pylist(),
+                                             last.column("offset_max").to_pylist())}
 
 
 class TailProbe:
@@ -91,8 +91,7 @@ class TailProbe:
         self.retry_after_s = retry_after_s
         self.clock = clock
         self._kind: dict[TopicPartition, str] = {}  # "plain" or "transactional"; absent: unknown
-        self._previous: dict[TopicPartition, tuple[int, int]] = {}
-        self._low: dict[TopicPartition, int] = {}
+        self._previous: Mapping[TopicPartition, tuple[int, int, int]] = {}  # the ends at the last tick
         self._tails: dict[TopicPartition, _Tail] = {}
         self._failed_until: dict[str, float] = {}  # topics whose read failed: left alone until then
         self._said: set[str] = set()  # topics whose failure was said (once each)
@@ -100,8 +99,7 @@ class TailProbe:
     def due(self, ends: Mapping[TopicPartition, tuple[int, int, int]]) -> list[OffsetRange]:
         """Takes this tick's ``(high watermark, LSO, low watermark)`` per partition; returns the tails to read,
         transactional partitions first."""
-        previous, self._previous = self._previous, {tp: (e[0], e[1]) for tp, e in ends.items()}
-        self._low = {tp: e[2] for tp, e in ends.items()}
+        previous, self._previous = self._previous, dict(ends)
         for known in (self._tails, self._kind):
             for tp in [tp for tp in known if tp not in ends]:
                 del known[tp]
@@ -113,7 +111,7 @@ class TailProbe:
                 self._kind[tp] = "transactional"
                 continue
             kind = self._kind.get(tp)
-            if kind == "plain" or previous.get(tp) != (hw, lso) or hw <= max(0, low):
+            if kind == "plain" or previous.get(tp) != (hw, lso, low) or hw <= max(0, low):
                 continue
             if self._failed_until.get(tp[0], 0.0) > now:
                 continue
@@ -142,23 +140,25 @@ class TailProbe:
             last = self._read(topic, todo)
             if last is None:
                 continue
-            again = []
+            windows, again = [], []
             for r in todo:
                 tp = (r.topic, r.partition)
-                first_look = r.size == 1 and self._kind.get(tp) is None
-                if first_look and tp in last:
-                    self._kind[tp] = "plain"  # its last offset is a record: nothing is quiet
-                    continue
-                if first_look:
-                    self._kind[tp] = "transactional"
-                    again.append(self._window(tp, r.end, self._low.get(tp, -1)))
-                    continue
-                self._tails[tp] = _Tail(r.end, last[tp] + 1 if tp in last else r.start)
+                if r.size > 1 or self._kind.get(tp) is not None:
+                    windows.append(r)
+                elif tp in last:
+                    self._kind[tp] = "plain"  # a first look: its last offset is a record, nothing is quiet
+                else:
+                    self._kind[tp] = "transactional"  # a first look found a marker or aborted records
+                    again.append(self._window(tp, r.end, self._previous[tp][2]))
+            self._record(windows, last)
             if again:
-                last = self._read(topic, again) or {}
-                for r in again:
-                    tp = (r.topic, r.partition)
-                    self._tails[tp] = _Tail(r.end, last[tp] + 1 if tp in last else r.start)
+                self._record(again, self._read(topic, again) or {})
+
+    def _record(self, windows: list[OffsetRange], last: Mapping[TopicPartition, int]) -> None:
+        """The quiet offset of each window read: after its last delivered record, or its start if none was."""
+        for r in windows:
+            tp = (r.topic, r.partition)
+            self._tails[tp] = _Tail(r.end, last[tp] + 1 if tp in last else r.start)
 
     def _read(self, topic: str, ranges: list[OffsetRange]) -> Mapping[TopicPartition, int] | None:
         try:
