@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_catchup import class_archive_state, loadavg  # noqa: E402
+from bench_catchup import batch_log, class_archive_state, loadavg, warm_rate  # noqa: E402
 from bench_decode import unpack_default  # noqa: E402
 from proctree import MemorySampler  # noqa: E402
 
@@ -64,7 +64,8 @@ def run_backfill(root: Path, work: Path, *extra: str, env: dict[str, str] | None
     from deltalake import DeltaTable
 
     rows = DeltaTable(str(work / "delta" / "commits")).to_pyarrow_dataset().count_rows()
-    return {"seconds": seconds, "line": err.strip().splitlines()[-1], "commits": rows,
+    return {"seconds": seconds, "batches": batch_log(work / "checkpoint"), "line": err.strip().splitlines()[-1],
+            "commits": rows,
             "peak_mb": sampler.peak_total / 2**20,
             "by_kind": {k: v / 2**20 for k, v in sorted(sampler.peak_sample.items())},
             "peak_pss_mb": sampler.peak_pss_total / 2**20,
@@ -90,6 +91,9 @@ def main() -> None:
               f"{records / job['seconds'] / 1e3:,.0f}k records/s; ratio {job['seconds'] / ref_s:.1f}x "
               f"(load {loadavg()})")
         print(f"  {job['line']}")
+        warm = warm_rate(job["batches"])
+        if warm:
+            print(f"  after the first batch (warm, no broker): {warm}")
         print(f"  commits table: {job['commits']:,} rows ({'all' if job['commits'] == records else 'NOT all'} "
               f"of {records:,})")
         print(f"  peak PSS (physical memory of the process tree) {job['peak_pss_mb']:,.0f} MB: "

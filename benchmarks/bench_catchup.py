@@ -47,11 +47,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from bench_job import load_backlog  # noqa: E402
-from proctree import PAGE, MemorySampler  # noqa: E402
+from proctree import PAGE, MemorySampler, ThreadCpuSampler, thread_cpu_seconds  # noqa: E402
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 HEARTBEAT_TOPIC = "groupscope-heartbeat"  # the default heartbeat.topic: the job refuses to start without it
+BROKER_THREAD = "rdk:mock"  # librdkafka's name for the mock cluster's one thread (it runs in this process)
 
 
 def loadavg() -> str:
@@ -85,8 +86,10 @@ def check_backlog(bootstrap: str, partitions: int, records: int) -> dict[int, in
 # ---- (a) the reference ---------------------------------------------------------------------------------------
 
 
-def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[float, int]:
-    """Seconds a single consumer takes to read every record up to the high watermarks, touching key and value."""
+def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[float, int, float]:
+    """Seconds a single consumer takes to read every record up to the high watermarks, touching key and value; the
+    count it read; the CPU seconds the mock broker's thread spent meanwhile."""
+    broker_cpu = thread_cpu_seconds(BROKER_THREAD)
     conf = {"bootstrap.servers": bootstrap, "group.id": "bench-reference", "enable.auto.commit": False,
             "isolation.level": "read_committed", "log_level": 3}
     if tuned:  # what streaming.kafka.client.consumer_config adds for the job's range reads
@@ -110,7 +113,7 @@ def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[flo
                     remaining.discard(p)
     finally:
         c.close()
-    return time.perf_counter() - started, count
+    return time.perf_counter() - started, count, thread_cpu_seconds(BROKER_THREAD) - broker_cpu
 
 
 # ---- (b) the job -------------------------------------------------------------------------------------------
@@ -132,7 +135,7 @@ def _get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-def _batch_log(checkpoint: Path) -> list[dict]:
+def batch_log(checkpoint: Path) -> list[dict]:
     """Per micro-batch: when Spark planned it (its offset log entry) and finished it (its commit log entry), and
     how many ``__consumer_offsets`` records it covered."""
     out, previous = [], None
@@ -158,6 +161,7 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
         started_wall, started = time.time(), time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
         sampler = MemorySampler(proc.pid).start()
+        broker = ThreadCpuSampler(BROKER_THREAD).start()
         ready_s = None
         loads = [loadavg()]
         try:
@@ -173,6 +177,7 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
             _, metrics = _get(f"http://127.0.0.1:{port}/metrics")
         finally:
             sampler.stop()
+            broker.stop()
             proc.terminate()
             try:
                 proc.wait(60)
@@ -181,8 +186,10 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
                 proc.wait()
     if ready_s is None:
         raise SystemExit(f"not ready after {timeout_s:.0f} s; see {log_path}")
-    batches = _batch_log(cp)
+    batches = batch_log(cp)
     for b in batches:
+        if b["done"] is not None:
+            b["broker_cpu"] = broker.between(b["planned"], b["done"])
         b["planned"] -= started_wall
         b["done"] = None if b["done"] is None else b["done"] - started_wall
     from deltalake import DeltaTable
@@ -192,6 +199,18 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
                     if line.startswith("groupscope_records_decoded_total")), None)
     return {"ready_s": ready_s, "batches": batches, "commit_rows": rows, "memory": sampler, "loads": loads,
             "decoded": decoded}
+
+
+def warm_rate(batches: list[dict]) -> str:
+    """The batches after the first one with records, in words: records, seconds of batches, records/s ("" if
+    none finished). The first batch carries the start-up (Python workers, the tables' first commits)."""
+    warm = [b for b in batches if b["records"] > 0][1:]
+    warm = [b for b in warm if b["done"] is not None]
+    if not warm:
+        return ""
+    records = sum(b["records"] for b in warm)
+    seconds = sum(b["done"] - b["planned"] for b in warm)
+    return f"{records:,} records in {seconds:.1f} s of batches = {records / seconds:,.0f} records/s"
 
 
 def class_archive_state() -> str:
@@ -240,14 +259,15 @@ def main() -> None:
             runs = {}
             for tuned in (False, True):
                 load = loadavg()
-                seconds, count = read_all(mc.bootstrap_servers, highs, tuned=tuned)
+                seconds, count, broker_cpu = read_all(mc.bootstrap_servers, highs, tuned=tuned)
                 if count != args.records:
                     raise SystemExit(f"reference read {count:,} records, expected {args.records:,}")
-                runs["job's fetch settings" if tuned else "librdkafka defaults"] = (seconds, load)
-            for name, (seconds, load) in runs.items():
+                runs["job's fetch settings" if tuned else "librdkafka defaults"] = (seconds, load, broker_cpu)
+            for name, (seconds, load, broker_cpu) in runs.items():
                 print(f"reference ({name}): {seconds:.2f} s = {args.records / seconds:,.0f} records/s "
-                      f"(load average {load})")
-            ref = min(s for s, _ in runs.values())
+                      f"(load average {load}); the broker's thread {broker_cpu:.1f} CPU s "
+                      f"({broker_cpu / seconds:.0%} of a core)")
+            ref = min(s for s, _, _ in runs.values())
         if args.reference_only:
             return
         log_path = Path(args.log) if args.log else tmp / "job.log"
@@ -275,12 +295,9 @@ def main() -> None:
             span = last_done - first["planned"]
             print(f"| batches with records | {len(data)}: first planned to last finished {span:.1f} s = "
                   f"{n / span:,.0f} records/s |")
-            warm = [b for b in data[1:] if b["done"] is not None]
+            warm = warm_rate(data)
             if warm:
-                w_recs = sum(b["records"] for b in warm)
-                w_secs = sum(b["done"] - b["planned"] for b in warm)
-                print(f"| after the first batch (warm) | {w_recs:,} records in {w_secs:.1f} s of batches = "
-                      f"{w_recs / w_secs:,.0f} records/s (target >= 400k) |")
+                print(f"| after the first batch (warm) | {warm} (target >= 400k) |")
         mem = job["memory"]
         kinds = sorted(mem.peak_by_kind)
         print(f"| peak PSS, process tree (one sample, summed: the physical memory it holds) | "
@@ -296,11 +313,14 @@ def main() -> None:
         print(f"| `commits` Delta table rows | {job['commit_rows']:,} "
               f"({'equal to' if job['commit_rows'] == n else 'NOT equal to'} the backlog) |")
         print()
-        print("batches (seconds after process start):")
+        print("batches (seconds after process start; the mock broker's thread: CPU seconds during the batch, share of "
+              "one core):")
         for b in job["batches"]:
             done = b["done"]
             print(f"  batch {b['batch']}: {b['records']:>9,} records, planned {b['planned']:6.1f}, "
-                  + (f"done {done:6.1f} ({done - b['planned']:.1f} s)" if done is not None else "not finished"))
+                  + (f"done {done:6.1f} ({done - b['planned']:.1f} s); broker {b['broker_cpu']:.1f} CPU s "
+                     f"({b['broker_cpu'] / max(done - b['planned'], 1e-9):.0%})"
+                     if done is not None else "not finished"))
         if job["commit_rows"] != n:
             raise SystemExit("the commits table does not hold every record")
 

@@ -72,7 +72,7 @@ def _fetch_task(bootstrap: str, ranges: list[OffsetRange], pack_chunks: bool, ou
 
 def _reference_task(bootstrap: str, highs: dict[int, int], out: mp.Queue) -> None:
     cpu = time.process_time()
-    seconds, rows = read_all(bootstrap, highs, tuned=True)
+    seconds, rows, _ = read_all(bootstrap, highs, tuned=True)
     out.put((rows, seconds, time.process_time() - cpu))
 
 

@@ -9,18 +9,25 @@ Two measures, because they answer different questions:
   the physical memory the tree holds, which is what a container's memory limit charges and what the memory
   targets are about.
 
-Read directly from /proc: a handful of fields from three files, not worth a dependency for the benchmarks.
+Also the CPU time of named threads of this process (``ThreadCpuSampler``): the benchmarks run librdkafka's mock
+broker in their own process, on one thread, and how busy that thread is says whether the broker or the job sets
+the pace.
+
+Read directly from /proc: a handful of fields from a few files, not worth a dependency for the benchmarks.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 
-__all__ = ["children", "tree", "kind", "rss_bytes", "pss_bytes", "MemorySampler"]
+__all__ = ["children", "tree", "kind", "rss_bytes", "pss_bytes", "thread_cpu_seconds", "MemorySampler",
+           "ThreadCpuSampler"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def children() -> dict[int, list[int]]:
@@ -85,8 +92,32 @@ def pss_bytes(pid: int) -> int:
     return 0
 
 
+class _Periodic:
+    """Calls ``sample()`` every ``every_s`` seconds on a thread of its own, from :meth:`start` to :meth:`stop`."""
+
+    every_s: float
+    _stop: threading.Event
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every_s)
+
+
 @dataclass
-class MemorySampler:
+class MemorySampler(_Periodic):
     """Peak RSS and peak PSS of a process tree, per kind of process and summed within one sample."""
 
     root: int
@@ -99,15 +130,6 @@ class MemorySampler:
     peak_workers: int = 0
     samples: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
-
-    def start(self) -> "MemorySampler":
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
     def sample(self) -> None:
         rss: dict[str, int] = {}
@@ -127,7 +149,41 @@ class MemorySampler:
             self.peak_by_kind[k] = max(self.peak_by_kind.get(k, 0), value)
         self.peak_workers = max(self.peak_workers, workers)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.every_s)
+
+
+
+def thread_cpu_seconds(name_prefix: str) -> float:
+    """CPU seconds (user and system) used so far by the threads of this process whose name starts with
+    ``name_prefix`` (librdkafka names its mock broker's thread ``rdk:mock``)."""
+    total = 0
+    for entry in os.scandir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat[stat.index("(") + 1:stat.rindex(")")].startswith(name_prefix):
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+@dataclass
+class ThreadCpuSampler(_Periodic):
+    """Samples :func:`thread_cpu_seconds` every ``every_s`` with the wall clock, so the CPU the named threads used
+    between two moments (:meth:`between`) can be read afterwards."""
+
+    name_prefix: str
+    every_s: float = 0.25
+    samples: list[tuple[float, float]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def between(self, start_wall: float, end_wall: float) -> float:
+        """CPU seconds used from the sample nearest ``start_wall`` to the one nearest ``end_wall``."""
+        def nearest(t: float) -> float:
+            return min(self.samples, key=lambda s: abs(s[0] - t))[1]
+
+        return nearest(end_wall) - nearest(start_wall) if self.samples else 0.0
+
+    def sample(self) -> None:
+        self.samples.append((time.time(), thread_cpu_seconds(self.name_prefix)))
