@@ -68,7 +68,8 @@ class EndOffsetHistory:
     moved forward instead of appending, so an idle partition keeps its whole history span in few samples.
     """
 
-    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "quiet_from", "times", "ends", "capacity")
+    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "quiet_from", "times", "ends", "capacity",
+                 "_samples")
 
     def __init__(self, capacity: int = DEFAULT_HISTORY) -> None:
         self.hwm = -1
@@ -80,6 +81,17 @@ class EndOffsetHistory:
         self.times = array("q")
         self.ends = array("q")
         self.capacity = capacity
+        self._samples: tuple[tuple[int, int], ...] | None = None
+
+    def samples(self) -> tuple[tuple[int, int], ...]:
+        """The history as ``(time ms, end offset)`` pairs, oldest first: what the status rules read.
+
+        Kept until the next sample changes the history, because every group of the shard that commits this
+        topic-partition reads the same pairs at every snapshot: built once per heartbeat instead of once per group
+        and snapshot (it was an eighth of a full snapshot's time)."""
+        if self._samples is None:
+            self._samples = tuple(zip(self.times, self.ends))
+        return self._samples
 
     def observe(self, sample: EndOffsetSample) -> None:
         """Records a heartbeat sample; older or equal times are ignored (out-of-order heartbeats)."""
@@ -97,6 +109,7 @@ class EndOffsetHistory:
             self.transactional = True  # an open transaction was seen: the partition carries transactions
         end = hwm if lso < 0 or lso > hwm else lso
         times, ends = self.times, self.ends
+        self._samples = None
         if ends and end < ends[-1]:
             # The log went backwards (topic deleted and recreated, unclean truncation): history no longer applies.
             del times[:], ends[:]

@@ -148,11 +148,14 @@ def _committed_at(offsets: Sequence[tuple[int, int]], t: int) -> int:
 
 
 def _passed_at(ends: Sequence[tuple[int, int]], committed: int) -> int | None:
-    """Time of the first end sample beyond ``committed`` (None if the end never passed it)."""
-    for t, e in ends:
-        if e > committed:
-            return t
-    return None
+    """Time of the first end sample beyond ``committed`` (None if the end never passed it). The ends never go down
+    (a history whose end went back starts over), so a binary search finds it."""
+    i = bisect_right(ends, committed, key=_end_of)
+    return ends[i][0] if i < len(ends) else None
+
+
+def _end_of(sample: tuple[int, int]) -> int:
+    return sample[1]
 
 
 def commit_cadence_ms(offsets: Sequence[tuple[int, int]]) -> float | None:

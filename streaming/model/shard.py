@@ -21,7 +21,7 @@ from __future__ import annotations
 import pickle
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from protocol.records import CoordinatorRecord, RecordType, UnknownRecord
 
@@ -515,14 +515,14 @@ class GroupCoordinatorShard:
             h = self.ends.get((topic, p))
             end = lag = secs = None
             lower = loss = False
-            ends_list: list[tuple[int, int]] = []
+            ends_list: Sequence[tuple[int, int]] = ()
             lwm = -1
             if h is not None and h.hwm >= 0:
                 end, lag = h.lag(off)
                 secs, lower = h.time_lag(off, now)
                 lwm = h.lwm
                 loss = 0 <= lwm and off < lwm
-                ends_list = list(zip(h.times, h.ends))
+                ends_list = h.samples()
             owner = owners.get((topic, p))
             if owner is not None:
                 ownership = ownership_of[owner.member_id]

@@ -168,3 +168,17 @@ def test_thresholds_validate(kwargs):
 def test_empty_window_is_a_caller_error():
     with pytest.raises(ValueError):
         evaluate_partition([], [], 0, 0)
+
+
+def test_the_time_the_end_passed_a_committed_offset():
+    """The first end sample beyond the committed offset (the ends never go down), as a plain scan finds it."""
+    from streaming.model.rules import _passed_at
+
+    ends = [(1000, 10), (2000, 10), (3000, 25), (4000, 25), (5000, 40)]
+
+    def scan(committed):
+        return next((t for t, e in ends if e > committed), None)
+
+    for committed in range(-1, 45):
+        assert _passed_at(ends, committed) == scan(committed), committed
+    assert _passed_at([], 5) is None

@@ -341,6 +341,30 @@ def test_a_consumer_stopped_for_an_hour_shows_an_hour_not_the_history_span():
     assert lower and secs == (now - T0) / 1000, "older than the first heartbeat: at least the whole span"
 
 
+def test_the_samples_the_rules_read_follow_every_change_of_the_history():
+    """``samples()`` is kept between heartbeats (every group of a partition reads it at every snapshot); each kind
+    of change must show in it: a new sample, a flat line moved forward, thinning, a log that went back."""
+    h = EndOffsetHistory(8)
+
+    def pairs():
+        return list(zip(h.times, h.ends))
+
+    assert h.samples() == ()
+    h.observe(EndOffsetSample(100, -1, -1, T0))
+    assert list(h.samples()) == pairs() == [(T0, 100)]
+    h.observe(EndOffsetSample(100, -1, -1, T0 + 5_000))
+    h.observe(EndOffsetSample(100, -1, -1, T0 + 10_000))  # flat: the newest sample's time moves forward
+    assert list(h.samples()) == pairs() and h.samples()[-1] == (T0 + 10_000, 100)
+    for i in range(3, 20):  # past the capacity: thinned
+        h.observe(EndOffsetSample(100 * i, -1, -1, T0 + i * 5_000))
+        assert list(h.samples()) == pairs()
+    h.observe(EndOffsetSample(5, -1, -1, T0 + 200_000))  # the log went back: the history starts over
+    assert list(h.samples()) == pairs() == [(T0 + 200_000, 5)]
+    h.observe(EndOffsetSample(7, -1, -1, T0 + 100_000))  # older than the latest: ignored
+    assert list(h.samples()) == [(T0 + 200_000, 5)]
+    assert list(EndOffsetHistory.from_tuple(h.to_tuple()).samples()) == [(T0 + 200_000, 5)]
+
+
 def test_lag_is_unknown_until_a_heartbeat_gives_the_end_offsets():
     """No end offsets yet (before the first heartbeat, a topic left out of heartbeats, a backfill from files):
     the lag is unknown, not 0, which would read as caught up."""
