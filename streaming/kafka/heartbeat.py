@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
@@ -25,6 +25,9 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from streaming.schema.heartbeat_format import encode_heartbeats
 from .client import KafkaAccess, KafkaUnavailable, Reachability
 from .tail_probe import TailProbe, read_last_offsets
+
+if TYPE_CHECKING:
+    from streaming.config import HeartbeatSettings
 
 __all__ = ["HeartbeatEmitter", "EmitterStatus", "config_fixes"]
 
@@ -88,7 +91,8 @@ class HeartbeatEmitter:
         self.config_problem: str | None = None
 
     @classmethod
-    def from_settings(cls, kafka: Mapping[str, str], settings, offsets_topic: str, **overrides) -> "HeartbeatEmitter":
+    def from_settings(cls, kafka: Mapping[str, str], settings: HeartbeatSettings, offsets_topic: str,
+                      **overrides) -> "HeartbeatEmitter":
         """The emitter the ``heartbeat`` section of the configuration describes (``streaming.config``)."""
         return cls(kafka, topic=settings.topic, interval_s=settings.interval_seconds,
                    include=settings.include_topics, exclude=settings.exclude_topics, offsets_topic=offsets_topic,

@@ -25,6 +25,7 @@ watermark, stamped with the emitter's clock. This module keeps the latest sample
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 
 __all__ = ["EndOffsetSample", "EndOffsetHistory", "offset_lag", "DEFAULT_HISTORY"]
@@ -184,15 +185,7 @@ class EndOffsetHistory:
             return None, False
         if self.lag(committed)[1] == 0:
             return 0.0, False
-        # First sample whose end passed the committed offset (ends are non-decreasing).
-        lo, hi = 0, len(ends)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ends[mid] > committed:
-                hi = mid
-            else:
-                lo = mid + 1
-        i = lo
+        i = bisect_right(ends, committed)  # first sample whose end passed the committed offset (ends never go down)
         if i >= len(ends):
             return 0.0, False
         if i == 0:
