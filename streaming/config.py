@@ -163,6 +163,8 @@ class ModelSettings(_Section):
     stop_after_seconds: float = Field(30.0, gt=0)
     stop_cadence_factor: float = Field(5.0, gt=0)
     stop_max_seconds: float = Field(3600.0, gt=0)
+    # until a partition has a second commit (no cadence yet), no STOP before this long without one
+    stop_first_interval_seconds: float = Field(300.0, gt=0)
     empty_group_grace_seconds: float = Field(10.0, gt=0)
     warn_after_seconds: float = Field(10.0, gt=0)
     commit_window: int = Field(8, ge=2, le=100)

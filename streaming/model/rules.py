@@ -54,6 +54,9 @@ class Thresholds:
     stop_after_ms: int = 30_000  # floor of the no-commit time before STOP
     stop_cadence_factor: float = 5.0  # ... or this many of the group's usual commit intervals, if longer
     stop_max_ms: int = 3_600_000  # ceiling of the adaptive no-commit time
+    # a single commit so far (no cadence yet): no STOP before this long without a second one; Kafka's default
+    # max.poll.interval.ms, so a job committing on a timer of up to five minutes is not STOP in its first interval
+    stop_first_interval_ms: int = 300_000
     empty_group_grace_ms: int = 10_000  # a group with no members and lag: STOP after this
     warn_after_ms: int = 10_000  # a consumer less than this far behind (in time) is never WARN
     warn_cadence_factor: float = 2.0  # ... nor one less than this many commit intervals behind (a healthy
@@ -66,7 +69,7 @@ class Thresholds:
         if self.allowed_lag < 0 or self.min_window < 2 or self.window < self.min_window:
             raise ValueError("thresholds: need allowed_lag >= 0 and 2 <= min_window <= window")
         if min(self.stop_after_ms, self.stop_max_ms, self.empty_group_grace_ms, self.warn_after_ms,
-               self.trend_ms, self.first_interval_ms) <= 0 or self.min_distance_ms < 0:
+               self.trend_ms, self.first_interval_ms, self.stop_first_interval_ms) <= 0 or self.min_distance_ms < 0:
             raise ValueError("thresholds: durations must be positive")
         if self.stop_max_ms < self.stop_after_ms:
             raise ValueError("thresholds: stop_max_ms must be >= stop_after_ms")
@@ -303,10 +306,15 @@ def evaluate_partition(
         return Verdict(Status.OK, "caught_up", "caught up")
     cadence = cadence_ms if cadence_ms is not None else commit_cadence_ms(offsets)
     stop_after = th.stop_after(cadence)
-    if cadence is None and (ownership.owner_poll_timeout_ms or 0) > 0:
-        # No cadence yet (a single commit so far): a member in the group gets as long as Kafka gives it between
-        # polls before it is called stuck, so a batch job's first long interval is not a false STOP.
-        stop_after = max(stop_after, float(min(ownership.owner_poll_timeout_ms, th.stop_max_ms)))
+    if cadence is None:
+        # A single commit says nothing of how often this consumer commits. A job that commits on a timer (a stream
+        # processor's checkpoints, a batch job) must not be STOP before its second commit: it gets
+        # ``stop_first_interval_ms``, and a member in the group at least what Kafka allows it between two polls.
+        # A consumer that dies instead empties its group (STOP by ``no_members``, which does not wait for this), so
+        # the longer wait delays only a member stuck inside its first interval, or a simple group gone after one
+        # commit.
+        first = max(th.stop_first_interval_ms, ownership.owner_poll_timeout_ms or 0)
+        stop_after = max(stop_after, float(min(first, th.stop_max_ms)))
     passed = _passed_at(ends, committed)
     behind_ms = 0 if passed is None else now_ms - passed
     idle_ms = now_ms - last_commit_ms

@@ -35,6 +35,7 @@ def step_config(settings: Settings) -> StepConfig:
     thresholds = Thresholds(allowed_lag=m.allowed_lag, window=m.commit_window, min_window=min(3, m.commit_window),
                             stop_after_ms=int(m.stop_after_seconds * 1000), stop_cadence_factor=m.stop_cadence_factor,
                             stop_max_ms=int(max(m.stop_max_seconds, m.stop_after_seconds) * 1000),
+                            stop_first_interval_ms=int(m.stop_first_interval_seconds * 1000),
                             empty_group_grace_ms=int(m.empty_group_grace_seconds * 1000),
                             warn_after_ms=int(m.warn_after_seconds * 1000))
     rebalance = RebalanceConfig(storm_rebalances=m.storm_rebalances,

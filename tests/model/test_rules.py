@@ -105,6 +105,17 @@ CASES = [
     #     100 s without a commit while falling behind is WARN meanwhile.
     (20, [(0, 10)], produced(100), 990, 100, -1, Ownership(True, False, "m1", "c1@h", 0, 300_000), None,
      Status.WARN, "falling_behind"),
+    # 20b. A simple group (assign() and commit, as stream processors do on their checkpoints) with one commit so far,
+    #      120 s ago, behind since: a job that commits every few minutes is not STOP before its second commit.
+    (20.2, [(0, 10)], produced(120), 1190, 120, -1, ALONE, None, Status.WARN, "falling_behind"),
+    # 20c. ... but with no second commit after stop_first_interval (300 s) it is STOP.
+    (20.5, [(0, 10)], produced(310, step=5), 3090, 310, -1, ALONE, Status.WARN, Status.STOP, "stopped"),
+    # 20d. A member whose max.poll.interval is longer than that gets its own before STOP (stuck in its first poll
+    #      interval: STOP only once Kafka itself would have given up on it).
+    (20.7, [(0, 10)], produced(500, step=10), 4990, 500, -1, Ownership(True, False, "m1", "c1@h", 0, 600_000), Status.WARN,
+     Status.WARN, "falling_behind"),
+    (20.8, [(0, 10)], produced(620, step=10), 6190, 620, -1, Ownership(True, False, "m1", "c1@h", 0, 600_000), Status.WARN,
+     Status.STOP, "stuck_member"),
     # 21. Waiting its turn: the same offset committed every 5 s while lag grows (as in 7), but the owner moved another
     #     of its partitions forward 3 s ago (a slow consumer draining one partition's fetched records after another,
     #     committing every assigned position): lagging, not stalled.
@@ -159,7 +170,7 @@ def test_status_order_harmless_to_worst():
 
 @pytest.mark.parametrize("kwargs", [dict(allowed_lag=-1), dict(min_window=1), dict(window=2, min_window=3),
                                     dict(stop_after_ms=0), dict(stop_max_ms=10, stop_after_ms=20),
-                                    dict(catching_up_ratio=1.5)])
+                                    dict(catching_up_ratio=1.5), dict(stop_first_interval_ms=0)])
 def test_thresholds_validate(kwargs):
     with pytest.raises(ValueError):
         Thresholds(**kwargs)
