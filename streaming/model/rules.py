@@ -215,6 +215,11 @@ def is_data_loss(committed: int, low_watermark: int) -> bool:
     return low_watermark >= 0 and committed < low_watermark
 
 
+def data_loss_reason(committed: int, low_watermark: int) -> str:
+    return (f"committed offset {committed} is below the log start {low_watermark}: records were deleted before this "
+            "group read them")
+
+
 def is_rewind(offsets) -> bool:
     """Some offset in the window is lower than the one before it and the latest has not got back above it."""
     peak = offsets[0][1]
@@ -294,9 +299,7 @@ def evaluate_partition(
         raise ValueError("evaluate_partition needs at least one commit")
     last_commit_ms, committed = offsets[-1]
     if is_data_loss(committed, low_watermark):
-        return Verdict(Status.ERR, "data_loss",
-                       f"committed offset {committed} is below the log start {low_watermark}: records were deleted "
-                       "before this group read them")
+        return Verdict(Status.ERR, "data_loss", data_loss_reason(committed, low_watermark))
     if current_lag is None:
         return Verdict(Status.OK, "no_end_offsets", "no end offsets known yet")
     if is_rewind(offsets):

@@ -32,7 +32,8 @@ from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
 from .offsets import NO_STATUS
-from .rules import Ownership, Status, Thresholds, commit_cadence_ms, evaluate_partition, group_status
+from .rules import (Ownership, Status, Thresholds, commit_cadence_ms, data_loss_reason, evaluate_partition,
+                    group_status)
 from .verdicts import RebalanceConfig, RebalanceJudge
 from .share import ShareGroup
 from .states import GroupType, InconsistentRecord, ModelError
@@ -477,41 +478,12 @@ class GroupCoordinatorShard:
         owners = {tp: m for m in members for tp in m.assignment}
         th = self.config.thresholds
         store = self.offsets
-        # Membership facts: a group that never had members in the log ("simple": assign() and commit) can only be
-        # judged by its commits; a group whose metadata is gone (DEAD) or that has no members is consumed by nobody.
-        simple = isinstance(g, ClassicGroup) and g.is_simple
-        known = not simple
-        empty = known and not members
-        assignment_known = isinstance(g, ConsumerGroup) or (
-            isinstance(g, ClassicGroup) and all(m.assignment is not None for m in g.members.values()))
         rows = list(store.iter_group(gid))
-        windows = [store.window_of(gid, topic, p) for topic, p, *_ in rows]
-        cadences = [c for c in (commit_cadence_ms(w) for w in windows) if c is not None]
-        cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
-        owner_last: dict[str, int] = {}
-        owner_windows: dict[str, list] = {m.member_id: [] for m in members}
-        for (topic, p, _off, _epoch, _md, cts), window in zip(rows, windows):
-            m = owners.get((topic, p))
-            if m is None:
-                continue
-            if cts > owner_last.get(m.member_id, -1):
-                owner_last[m.member_id] = cts
-            owner_windows[m.member_id].append(window)
-        # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
-        subscribed: set[str] | None = None
-        if isinstance(g, ConsumerGroup):
-            subscribed = g.subscribed_topics()
-        elif isinstance(g, ClassicGroup) and g.members and all(m.topics for m in g.members.values()):
-            subscribed = {t for m in g.members.values() for t in m.topics}
-        # One Ownership per member (and one for unowned partitions), shared by its partitions.
-        unowned = Ownership(known, empty, None, "", None, None, assignment_known)
-        unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
-        ownership_of = {m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
-                                               owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
-                                               owner_windows=tuple(owner_windows[m.member_id]))
-                        for m in members}
+        # While replaying history every status but ERR is held at OK (old commits must not raise STOP), so the rules
+        # and the membership facts they read are not worked out at all: a tenth of a catch-up step.
+        status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, th) if caught_up else None
         parts: list[ev.PartitionLag] = []
-        for (topic, p, off, epoch, md, cts), window in zip(rows, windows):
+        for topic, p, off, epoch, md, cts in rows:
             h = self.ends.get((topic, p))
             end = lag = secs = None
             lower = loss = False
@@ -524,15 +496,14 @@ class GroupCoordinatorShard:
                 loss = 0 <= lwm and off < lwm
                 ends_list = h.samples()
             owner = owners.get((topic, p))
-            if owner is not None:
-                ownership = ownership_of[owner.member_id]
-            else:
-                ownership = unsubscribed if subscribed is not None and topic not in subscribed else unowned
             code = store.status_of(gid, topic, p)
             previous = None if code == NO_STATUS else _STATUS_OF_CODE[code]
-            verdict = evaluate_partition(window, ends_list, lag, now, th, lwm, ownership, previous, cadence)
-            status, reason = verdict.status, verdict.reason
-            if not caught_up and status != Status.ERR:
+            if status_rules is not None:
+                verdict = status_rules.evaluate(topic, p, owner, ends_list, lag, now, lwm, previous)
+                status, reason = verdict.status, verdict.reason
+            elif loss:
+                status, reason = Status.ERR, data_loss_reason(off, lwm)
+            else:
                 status, reason = Status.OK, "replaying history: statuses are held until the log end is reached"
             if status != previous:
                 self._events.append(ev.StatusChanged(gid, self.last_offset, now, topic, p, previous, status, reason))
@@ -671,6 +642,61 @@ class CoordinatorModel:
 
     def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> list[ev.ShardSnapshot]:
         return [s.snapshot(now_ms, caught_up) for s in self]
+
+
+class _GroupStatusRules:
+    """The membership facts the status rules read for one group's partitions, worked out once per snapshot.
+
+    Membership facts: a group that never had members in the log ("simple": assign() and commit) can only be judged
+    by its commits; a group whose metadata is gone (DEAD) or that has no members is consumed by nobody."""
+
+    __slots__ = ("th", "windows", "cadence", "ownership_of", "unowned", "unsubscribed", "subscribed")
+
+    def __init__(self, g, members: tuple[ev.MemberSnapshot, ...], owners: Mapping[tuple[str, int], ev.MemberSnapshot],
+                 store: OffsetStore, gid: str, rows: Sequence[tuple], th: Thresholds) -> None:
+        self.th = th
+        simple = isinstance(g, ClassicGroup) and g.is_simple
+        known = not simple
+        empty = known and not members
+        assignment_known = isinstance(g, ConsumerGroup) or (
+            isinstance(g, ClassicGroup) and all(m.assignment is not None for m in g.members.values()))
+        self.windows = {(topic, p): store.window_of(gid, topic, p) for topic, p, *_ in rows}
+        cadences = [c for c in map(commit_cadence_ms, self.windows.values()) if c is not None]
+        self.cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
+        owner_last: dict[str, int] = {}
+        owner_windows: dict[str, list] = {m.member_id: [] for m in members}
+        for topic, p, _off, _epoch, _md, cts in rows:
+            m = owners.get((topic, p))
+            if m is None:
+                continue
+            if cts > owner_last.get(m.member_id, -1):
+                owner_last[m.member_id] = cts
+            owner_windows[m.member_id].append(self.windows[(topic, p)])
+        # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
+        self.subscribed: set[str] | None = None
+        if isinstance(g, ConsumerGroup):
+            self.subscribed = g.subscribed_topics()
+        elif isinstance(g, ClassicGroup) and g.members and all(m.topics for m in g.members.values()):
+            self.subscribed = {t for m in g.members.values() for t in m.topics}
+        # One Ownership per member (and one for unowned partitions), shared by its partitions.
+        self.unowned = Ownership(known, empty, None, "", None, None, assignment_known)
+        self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
+        self.ownership_of = {
+            m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
+                                   owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
+                                   owner_windows=tuple(owner_windows[m.member_id]))
+            for m in members}
+
+    def evaluate(self, topic: str, partition: int, owner: ev.MemberSnapshot | None,
+                 ends: Sequence[tuple[int, int]], lag: int | None, now: int, lwm: int, previous: Status | None):
+        if owner is not None:
+            ownership = self.ownership_of[owner.member_id]
+        elif self.subscribed is not None and topic not in self.subscribed:
+            ownership = self.unsubscribed
+        else:
+            ownership = self.unowned
+        return evaluate_partition(self.windows[(topic, partition)], ends, lag, now, self.th, lwm, ownership,
+                                  previous, self.cadence)
 
 
 def shards_of(shard_or_model) -> Iterable[GroupCoordinatorShard]:

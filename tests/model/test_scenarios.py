@@ -422,6 +422,10 @@ def test_data_loss_risk():
     log.shard.apply_heartbeat(T0, {("t", 0): EndOffsetSample(500, 500, 200)})
     p = log.shard.snapshot().groups[0].partitions[0]
     assert p.data_loss_risk and p.status == Status.ERR
+    # Data loss is not held back while the job replays history (the other statuses are): retention deleted the
+    # records whatever the job has caught up with, and the reason is the rule's.
+    replaying = log.shard.snapshot(caught_up=False).groups[0].partitions[0]
+    assert (replaying.status, replaying.status_reason) == (p.status, p.status_reason)
 
 
 def test_unknown_records_are_skipped_once_visibly():
