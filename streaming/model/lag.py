@@ -156,34 +156,16 @@ class EndOffsetHistory:
     def lag(self, committed: int) -> tuple[int, int]:
         return offset_lag(committed, self.hwm, self.lso, self.transactional, self.quiet_from)
 
-    def end_at(self, time_ms: int) -> int | None:
-        """The end offset at ``time_ms`` interpolated from the history (None before the first sample)."""
-        times, ends = self.times, self.ends
-        if not times or time_ms < times[0]:
-            return None
-        if time_ms >= times[-1]:
-            return ends[-1]
-        lo, hi = 0, len(times) - 1
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if times[mid] <= time_ms:
-                lo = mid
-            else:
-                hi = mid
-        t0, t1, e0, e1 = times[lo], times[hi], ends[lo], ends[hi]
-        if t1 == t0:
-            return e1
-        return e0 + int((e1 - e0) * (time_ms - t0) / (t1 - t0))
-
-    def time_lag(self, committed: int, now_ms: int) -> tuple[float | None, bool]:
+    def time_lag(self, committed: int, now_ms: int, lag: int | None = None) -> tuple[float | None, bool]:
         """``(seconds, lower_bound)``: how long ago the log end passed ``committed``.
 
-        0 when caught up (idle partitions never show time lag); None without history.
+        0 when caught up (idle partitions never show time lag); None without history. ``lag`` is
+        ``self.lag(committed)[1]`` when the caller has it already (a snapshot does).
         """
         times, ends = self.times, self.ends
         if not ends:
             return None, False
-        if self.lag(committed)[1] == 0:
+        if (self.lag(committed)[1] if lag is None else lag) == 0:
             return 0.0, False
         i = bisect_right(ends, committed)  # first sample whose end passed the committed offset (ends never go down)
         if i >= len(ends):

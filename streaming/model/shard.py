@@ -491,7 +491,7 @@ class GroupCoordinatorShard:
             lwm = -1
             if h is not None and h.hwm >= 0:
                 end, lag = h.lag(off)
-                secs, lower = h.time_lag(off, now)
+                secs, lower = h.time_lag(off, now, lag)
                 lwm = h.lwm
                 loss = 0 <= lwm and off < lwm
                 ends_list = h.samples()

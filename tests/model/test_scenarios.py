@@ -315,6 +315,9 @@ def test_time_lag_interpolates_and_is_bounded_on_replays():
     assert lower and secs == 70.0
     # caught up: 0 even though the producer has been silent
     assert h.time_lag(800, now + 3_600_000) == (0.0, False)
+    # the lag a caller already has gives the same answers
+    for committed in (0, 450, 800):
+        assert h.time_lag(committed, now, h.lag(committed)[1]) == h.time_lag(committed, now)
 
 
 def test_a_consumer_stopped_for_an_hour_shows_an_hour_not_the_history_span():
