@@ -15,7 +15,8 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   one (a restart while the killed instance waits for its session to expire), while at most one member present at
   the episode's start holds it. Identities catch crash loops whose
   members outlive ``flap_lifetime_ms`` only because a killed member stays until its session expires; counting the
-  restarts calls the loop while it runs.
+  restarts calls the loop while it runs. At the third, the identity's earlier departures (or restarts) in the
+  window become flaps too: they were the same loop.
 * a **shared** identity is one that two members have held side by side for longer than ``restart_wait_ms`` (no
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
@@ -248,7 +249,13 @@ class RebalanceJudge:
             leavers.append(ident if named else mid)
             short = joined_ms is not None and ts - joined_ms < cfg.flap_lifetime_ms
             repeats = sum(1 for _, i, _ in j.departures if i == ident) if named else 0
-            flap = short or repeats + 1 >= cfg.identity_flap_departures
+            again = repeats + 1 >= cfg.identity_flap_departures
+            if again:
+                # The member keeps leaving: its earlier departures in the window were the same loop, so they are
+                # flaps too. A member thrown out every poll interval is a storm at its third departure, not at a
+                # fourth one four or five minutes in.
+                flaps_now += _mark_flaps(j.departures, ident)
+            flap = short or again
             j.departures.append((ts, ident, flap))
             flaps_now += flap
             if ep is not None and mid not in ep.baseline:
@@ -279,6 +286,8 @@ class RebalanceJudge:
                 if established[ident] <= 1:
                     repeats = sum(1 for _, i, _ in j.restarts if i == ident)
                     flap = repeats + 1 >= cfg.identity_flap_departures
+                    if flap:
+                        flaps_now += _mark_flaps(j.restarts, ident)
                     j.restarts.append((ts, ident, flap))
                     flaps_now += flap
             j.members[mid] = (ts, ident)
@@ -542,3 +551,14 @@ class RebalanceJudge:
         if not t or t[0] != "judge1":
             return
         self.groups = {g: _GroupJudgement.from_tuple(x) for g, x in t[1]}
+
+
+def _mark_flaps(window: deque, identity: str) -> int:
+    """Marks every entry of ``identity`` in a window of ``(time, identity, flap)`` as a flap; returns how many
+    were not marked before."""
+    marked = 0
+    for k, (t, ident, flap) in enumerate(window):
+        if ident == identity and not flap:
+            window[k] = (t, ident, True)
+            marked += 1
+    return marked
