@@ -483,7 +483,7 @@ class GroupCoordinatorShard:
         # and the membership facts they read are not worked out at all: a tenth of a catch-up step.
         status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, th) if caught_up else None
         parts: list[ev.PartitionLag] = []
-        for topic, p, off, epoch, md, cts in rows:
+        for i, (topic, p, off, epoch, md, cts) in enumerate(rows):
             h = self.ends.get((topic, p))
             end = lag = secs = None
             lower = loss = False
@@ -499,7 +499,7 @@ class GroupCoordinatorShard:
             code = store.status_of(gid, topic, p)
             previous = None if code == NO_STATUS else _STATUS_OF_CODE[code]
             if status_rules is not None:
-                verdict = status_rules.evaluate(topic, p, owner, ends_list, lag, now, lwm, previous)
+                verdict = status_rules.evaluate(i, topic, owner, ends_list, lag, now, lwm, previous)
                 status, reason = verdict.status, verdict.reason
             elif loss:
                 status, reason = Status.ERR, data_loss_reason(off, lwm)
@@ -660,18 +660,18 @@ class _GroupStatusRules:
         empty = known and not members
         assignment_known = isinstance(g, ConsumerGroup) or (
             isinstance(g, ClassicGroup) and all(m.assignment is not None for m in g.members.values()))
-        self.windows = {(topic, p): store.window_of(gid, topic, p) for topic, p, *_ in rows}
-        cadences = [c for c in map(commit_cadence_ms, self.windows.values()) if c is not None]
+        self.windows = [store.window_of(gid, topic, p) for topic, p, *_ in rows]  # in the order of ``rows``
+        cadences = [c for c in map(commit_cadence_ms, self.windows) if c is not None]
         self.cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
         owner_last: dict[str, int] = {}
         owner_windows: dict[str, list] = {m.member_id: [] for m in members}
-        for topic, p, _off, _epoch, _md, cts in rows:
+        for (topic, p, _off, _epoch, _md, cts), window in zip(rows, self.windows):
             m = owners.get((topic, p))
             if m is None:
                 continue
             if cts > owner_last.get(m.member_id, -1):
                 owner_last[m.member_id] = cts
-            owner_windows[m.member_id].append(self.windows[(topic, p)])
+            owner_windows[m.member_id].append(window)
         # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
         self.subscribed: set[str] | None = None
         if isinstance(g, ConsumerGroup):
@@ -687,16 +687,17 @@ class _GroupStatusRules:
                                    owner_windows=tuple(owner_windows[m.member_id]))
             for m in members}
 
-    def evaluate(self, topic: str, partition: int, owner: ev.MemberSnapshot | None,
-                 ends: Sequence[tuple[int, int]], lag: int | None, now: int, lwm: int, previous: Status | None):
+    def evaluate(self, row: int, topic: str, owner: ev.MemberSnapshot | None, ends: Sequence[tuple[int, int]],
+                 lag: int | None, now: int, lwm: int, previous: Status | None):
+        """The status of the ``row``-th of the rows this was built with (a partition of ``topic``)."""
         if owner is not None:
             ownership = self.ownership_of[owner.member_id]
         elif self.subscribed is not None and topic not in self.subscribed:
             ownership = self.unsubscribed
         else:
             ownership = self.unowned
-        return evaluate_partition(self.windows[(topic, partition)], ends, lag, now, self.th, lwm, ownership,
-                                  previous, self.cadence)
+        return evaluate_partition(self.windows[row], ends, lag, now, self.th, lwm, ownership, previous,
+                                  self.cadence)
 
 
 def shards_of(shard_or_model) -> Iterable[GroupCoordinatorShard]:
