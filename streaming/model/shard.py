@@ -33,7 +33,7 @@ from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
 from .offsets import NO_STATUS
 from .rules import (Ownership, Status, Thresholds, commit_cadence_ms, data_loss_reason, evaluate_partition,
-                    group_status)
+                    group_status, is_data_loss)
 from .verdicts import RebalanceConfig, RebalanceJudge
 from .share import ShareGroup
 from .states import GroupType, InconsistentRecord, ModelError
@@ -480,7 +480,7 @@ class GroupCoordinatorShard:
         store = self.offsets
         rows = list(store.iter_group(gid))
         # While replaying history every status but ERR is held at OK (old commits must not raise STOP), so the rules
-        # and the membership facts they read are not worked out at all: a tenth of a catch-up step.
+        # and the membership facts they read are not worked out at all (most of a snapshot's time while replaying).
         status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, th) if caught_up else None
         parts: list[ev.PartitionLag] = []
         for i, (topic, p, off, epoch, md, cts) in enumerate(rows):
@@ -493,7 +493,7 @@ class GroupCoordinatorShard:
                 end, lag = h.lag(off)
                 secs, lower = h.time_lag(off, now, lag)
                 lwm = h.lwm
-                loss = 0 <= lwm and off < lwm
+                loss = is_data_loss(off, lwm)
                 ends_list = h.samples()
             owner = owners.get((topic, p))
             code = store.status_of(gid, topic, p)
