@@ -108,6 +108,8 @@ class Ownership:
     topic_subscribed: bool = True
     # the commit windows of every partition the owner holds: what its other partitions did (read only when needed)
     owner_windows: tuple[Sequence[tuple[int, int]], ...] = ()
+    # how far behind (ms) the owner is on each of those partitions now, in the same order (None: not known)
+    owner_behind_ms: tuple[float | None, ...] = ()
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -245,22 +247,30 @@ def is_stalled(offsets, ends, now_ms: int, stop_after: float, th: Thresholds) ->
     return all(lag > th.allowed_lag for lag in lags_at_commits(tail, ends))
 
 
-def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: float, th: Thresholds) -> bool:
-    """The owner moved another of its partitions forward after this one last moved, and recently.
+def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: float, warn_after: float,
+                    th: Thresholds) -> bool:
+    """The owner moved another of its partitions forward after this one last moved, recently, and is itself
+    behind on that partition.
 
     A member that is too slow for its backlog works through one partition's fetched records after another; its
     other partitions wait their turn, and a client that commits every assigned partition's position at each commit
     (Kafka's Java consumer with auto-commit, or ``commit()`` of all positions) commits their unchanged offsets again
-    and again. That is a slow consumer (lagging), not a stalled one; a member whose partitions are all paused or
-    held by a poison message moves none of them forward, and stays STALL.
+    and again. That is a slow consumer (lagging), not a stalled one. The partition it works on is then far behind
+    too (its records were fetched long ago); a member that keeps the partition it moved last current is not
+    working off a backlog, so a partition of it that stands still (paused, or a poison record retried) is stalled,
+    as are the partitions of a member that moves none of them forward.
     """
     if ownership.owner is None:
         return False
-    advanced = max((t for t in map(last_advance_ms, ownership.owner_windows) if t is not None), default=None)
-    if advanced is None or now_ms - advanced > stop_after:
+    advances = [last_advance_ms(w) for w in ownership.owner_windows]
+    lead = max((i for i, t in enumerate(advances) if t is not None), key=advances.__getitem__, default=None)
+    if lead is None or now_ms - advances[lead] > stop_after:
+        return False
+    behind = ownership.owner_behind_ms[lead] if lead < len(ownership.owner_behind_ms) else None
+    if behind is not None and behind < warn_after:
         return False
     own = last_advance_ms(offsets)
-    return advanced > (offsets[0][0] if own is None else own) + th.min_distance_ms
+    return advances[lead] > (offsets[0][0] if own is None else own) + th.min_distance_ms
 
 
 def is_gaining(offsets, ends) -> bool:
@@ -347,9 +357,10 @@ def evaluate_partition(
         return Verdict(Status.STOP, "stuck_member",
                        f"owner {ownership.owner_label} is still in the group but committed nothing for "
                        f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
+    warn_after = th.warn_after(cadence)
     if is_stalled(offsets, ends, now_ms, stop_after, th):
         first = offsets[-th.min_window][0]
-        if is_waiting_turn(offsets, ownership, now_ms, stop_after, th):
+        if is_waiting_turn(offsets, ownership, now_ms, stop_after, warn_after, th):
             return Verdict(Status.WARN, "waiting_turn",
                            f"owner {ownership.owner_label} moves its other partitions forward but commits offset "
                            f"{committed} here again and again ({(last_commit_ms - first) / 1000:.0f} s) while lag grew "
@@ -357,7 +368,6 @@ def evaluate_partition(
         return Verdict(Status.STALL, "stalled",
                        f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"
                        f" s while lag grew to {current_lag}")
-    warn_after = th.warn_after(cadence)
     holding = previous == Status.WARN
     # Hysteresis: WARN is entered at warn_after behind and left only below half of it (or when catching up), so
     # the saw-tooth of time behind between two commits cannot flip it back and forth. A single commit tells no

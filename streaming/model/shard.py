@@ -472,6 +472,16 @@ class GroupCoordinatorShard:
         known = set(self.groups) | set(self.offsets.groups)
         return [self._group_snapshot(gid, now, caught_up) for gid in sorted(set(group_ids)) if gid in known]
 
+    def _measure(self, topic: str, partition: int, committed: int, now: int) -> tuple:
+        """``(end, lag, seconds behind, lower bound, log start, end-offset samples)`` of a committed offset against
+        the partition's end-offset history (Nones, False, -1 and no samples before its first heartbeat)."""
+        h = self.ends.get((topic, partition))
+        if h is None or h.hwm < 0:
+            return None, None, None, False, -1, ()
+        end, lag = h.lag(committed)
+        secs, lower = h.time_lag(committed, now, lag)
+        return end, lag, secs, lower, h.lwm, h.samples()
+
     def _group_snapshot(self, gid: str, now: int, caught_up: bool) -> ev.GroupSnapshot:
         g = self.groups.get(gid)
         members = tuple(self.member_views(gid))
@@ -479,22 +489,15 @@ class GroupCoordinatorShard:
         th = self.config.thresholds
         store = self.offsets
         rows = list(store.iter_group(gid))
+        measured = [self._measure(topic, p, off, now) for topic, p, off, *_ in rows]
         # While replaying history every status but ERR is held at OK (old commits must not raise STOP), so the rules
         # and the membership facts they read are not worked out at all (most of a snapshot's time while replaying).
-        status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, th) if caught_up else None
+        status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, [m[2] for m in measured], th) \
+            if caught_up else None
         parts: list[ev.PartitionLag] = []
         for i, (topic, p, off, epoch, md, cts) in enumerate(rows):
-            h = self.ends.get((topic, p))
-            end = lag = secs = None
-            lower = loss = False
-            ends_list: Sequence[tuple[int, int]] = ()
-            lwm = -1
-            if h is not None and h.hwm >= 0:
-                end, lag = h.lag(off)
-                secs, lower = h.time_lag(off, now, lag)
-                lwm = h.lwm
-                loss = is_data_loss(off, lwm)
-                ends_list = h.samples()
+            end, lag, secs, lower, lwm, ends_list = measured[i]
+            loss = is_data_loss(off, lwm)
             owner = owners.get((topic, p))
             code = store.status_of(gid, topic, p)
             previous = None if code == NO_STATUS else _STATUS_OF_CODE[code]
@@ -653,7 +656,9 @@ class _GroupStatusRules:
     __slots__ = ("th", "windows", "cadence", "ownership_of", "unowned", "unsubscribed", "subscribed")
 
     def __init__(self, g, members: tuple[ev.MemberSnapshot, ...], owners: Mapping[tuple[str, int], ev.MemberSnapshot],
-                 store: OffsetStore, gid: str, rows: Sequence[tuple], th: Thresholds) -> None:
+                 store: OffsetStore, gid: str, rows: Sequence[tuple], behind_s: Sequence[float | None],
+                 th: Thresholds) -> None:
+        """``behind_s``: how far behind each row is now, in seconds (None: no end-offset history)."""
         self.th = th
         simple = isinstance(g, ClassicGroup) and g.is_simple
         known = not simple
@@ -665,13 +670,15 @@ class _GroupStatusRules:
         self.cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
         owner_last: dict[str, int] = {}
         owner_windows: dict[str, list] = {m.member_id: [] for m in members}
-        for (topic, p, _off, _epoch, _md, cts), window in zip(rows, self.windows):
+        owner_behind: dict[str, list] = {m.member_id: [] for m in members}
+        for (topic, p, _off, _epoch, _md, cts), window, behind in zip(rows, self.windows, behind_s):
             m = owners.get((topic, p))
             if m is None:
                 continue
             if cts > owner_last.get(m.member_id, -1):
                 owner_last[m.member_id] = cts
             owner_windows[m.member_id].append(window)
+            owner_behind[m.member_id].append(None if behind is None else behind * 1000.0)
         # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
         self.subscribed: set[str] | None = None
         if isinstance(g, ConsumerGroup):
@@ -684,7 +691,8 @@ class _GroupStatusRules:
         self.ownership_of = {
             m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
                                    owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
-                                   owner_windows=tuple(owner_windows[m.member_id]))
+                                   owner_windows=tuple(owner_windows[m.member_id]),
+                                   owner_behind_ms=tuple(owner_behind[m.member_id]))
             for m in members}
 
     def evaluate(self, row: int, topic: str, owner: ev.MemberSnapshot | None, ends: Sequence[tuple[int, int]],

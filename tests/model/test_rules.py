@@ -117,11 +117,18 @@ CASES = [
     (20.8, [(0, 10)], produced(620, step=10), 6190, 620, -1, Ownership(True, False, "m1", "c1@h", 0, 600_000), Status.WARN,
      Status.STOP, "stuck_member"),
     # 21. Waiting its turn: the same offset committed every 5 s while lag grows (as in 7), but the owner moved another
-    #     of its partitions forward 3 s ago (a slow consumer draining one partition's fetched records after another,
-    #     committing every assigned position): lagging, not stalled.
+    #     of its partitions forward 3 s ago and is 40 s behind there (a slow consumer draining one partition's fetched
+    #     records after another, committing every assigned position): lagging, not stalled.
     (21, [(80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,
-     Ownership(True, False, "m1", "c1@h", 100_000, owner_windows=(((92_000, 400), (97_000, 600)),)), None,
+     Ownership(True, False, "m1", "c1@h", 100_000, owner_windows=(((92_000, 400), (97_000, 600)),),
+               owner_behind_ms=(40_000.0,)), None,
      Status.WARN, "waiting_turn"),
+    # 21c. ... but an owner 2 s behind on the partition it moved is keeping that one current: this partition is held
+    #      (paused, a poison record retried) beside it, stalled.
+    (21.7, [(80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,
+     Ownership(True, False, "m1", "c1@h", 100_000, owner_windows=(((92_000, 400), (97_000, 600)),),
+               owner_behind_ms=(2_000.0,)), None,
+     Status.STALL, "stalled"),
     # 21b. ... but an owner whose last forward move is the one this partition made with it (all its partitions
     #      paused together, committed in one request) is stalled.
     (21.5, [(75, 400), (80, 500), (85, 500), (90, 500), (95, 500), (100, 500)], produced(100), 500, 100, -1,

@@ -121,3 +121,44 @@ def test_java_consumers_with_the_default_client_id_restarted_one_by_one_are_a_ro
     timeline = rec.replay(tmp_path, 300, lambda s: {(topic, p): int(s) * 10 for p in range(8)})
     verdicts = group_verdicts(timeline, group)
     assert [v for _, v in verdicts] == ["formation", "rolling_restart"], verdicts
+
+
+def _one_partition_held(tmp_path, group: str, client: str, partitions: int, commit_every: float):
+    """One member holding ``partitions`` partitions of a topic produced at 20 records/s each; from 60 s to 180 s
+    partition 0 is held (paused, or its poison record retried) while the member keeps the others current, and
+    every ``commit_every`` seconds it commits the position of each (the held one unchanged). Returns the status
+    stretches of partition 0 and of the others."""
+    topic = "orders"
+    rec = SyntheticRecording()
+    rec.classic_generation(2.0, group, 0, {})
+    rec.classic_generation(5.0, group, 1, {f"{client}-a": (client, {topic: list(range(partitions))})})
+    t = 6.0
+    while t < 300:
+        held = 60 <= t < 180
+        rec.commit(t, group, topic, 0, 20 * 60 if held else int(20 * t))
+        for p in range(1, partitions):
+            rec.commit(t, group, topic, p, int(20 * t))
+        t += commit_every
+    timeline = rec.replay(tmp_path, 300, lambda s: {(topic, p): int(20 * s) for p in range(partitions)})
+    return (stretches(timeline, group, f"{topic}:0", 300),
+            [x for p in range(1, partitions) for x in stretches(timeline, group, f"{topic}:{p}", 300)])
+
+
+def test_one_paused_partition_beside_a_current_one_is_stall(tmp_path):
+    """librdkafka's ``pause()`` of one of a member's two partitions (or a poison record retried on it) while the
+    member keeps consuming the other, committing the positions of both every 5 s (``commit()``), as the paused
+    member of stalled_consumer does with all of its partitions. The member keeps its other partition current, so
+    the held one is not waiting its turn behind a backlog: it is stalled."""
+    held, others = _one_partition_held(tmp_path, "pause-one", "rdkafka", 2, 5.0)
+    assert {s for a, b, s in held if a < 170 and b > 90} == {"STALL"}, held
+    assert held[-1][2] == "OK" and held[-1][0] <= 200, held
+    assert {s for _, _, s in others} == {"OK"}, others
+
+
+def test_java_auto_commit_with_one_partition_held_is_stall(tmp_path):
+    """The same with Kafka's Java consumer and auto-commit (every 5 s, every assigned partition's position) on four
+    partitions: one held on a record that fails again and again, the other three consumed as they are produced."""
+    held, others = _one_partition_held(tmp_path, "java-held", "consumer-java-held-1", 4, 5.0)
+    assert {s for a, b, s in held if a < 170 and b > 90} == {"STALL"}, held
+    assert held[-1][2] == "OK" and held[-1][0] <= 200, held
+    assert {s for _, _, s in others} == {"OK"}, others
