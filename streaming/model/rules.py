@@ -247,6 +247,23 @@ def is_stalled(offsets, ends, now_ms: int, stop_after: float, th: Thresholds) ->
     return all(lag > th.allowed_lag for lag in lags_at_commits(tail, ends))
 
 
+def owner_lead(ownership: Ownership) -> tuple[int | None, float | None]:
+    """``(when, behind ms)``: when the owner last moved one of its partitions forward (None: not within their
+    windows), and how far behind it is on that partition now (None: not known)."""
+    advances = [last_advance_ms(w) for w in ownership.owner_windows]
+    lead = max((i for i, t in enumerate(advances) if t is not None), key=advances.__getitem__, default=None)
+    if lead is None:
+        return None, None
+    return advances[lead], ownership.owner_behind_ms[lead] if lead < len(ownership.owner_behind_ms) else None
+
+
+def keeps_lead_current(ownership: Ownership, now_ms: int, stop_after: float, warn_after: float) -> bool:
+    """The owner moved one of its partitions forward recently and is less than ``warn_after`` behind there: it
+    consumes what is produced, so it is not working off a backlog one partition after another."""
+    when, behind = owner_lead(ownership)
+    return when is not None and now_ms - when <= stop_after and behind is not None and behind < warn_after
+
+
 def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: float, warn_after: float,
                     th: Thresholds) -> bool:
     """The owner moved another of its partitions forward after this one last moved, recently, and is itself
@@ -260,17 +277,13 @@ def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: floa
     working off a backlog, so a partition of it that stands still (paused, or a poison record retried) is stalled,
     as are the partitions of a member that moves none of them forward.
     """
-    if ownership.owner is None:
+    if ownership.owner is None or keeps_lead_current(ownership, now_ms, stop_after, warn_after):
         return False
-    advances = [last_advance_ms(w) for w in ownership.owner_windows]
-    lead = max((i for i, t in enumerate(advances) if t is not None), key=advances.__getitem__, default=None)
-    if lead is None or now_ms - advances[lead] > stop_after:
-        return False
-    behind = ownership.owner_behind_ms[lead] if lead < len(ownership.owner_behind_ms) else None
-    if behind is not None and behind < warn_after:
+    when, _ = owner_lead(ownership)
+    if when is None or now_ms - when > stop_after:
         return False
     own = last_advance_ms(offsets)
-    return advances[lead] > (offsets[0][0] if own is None else own) + th.min_distance_ms
+    return when > (offsets[0][0] if own is None else own) + th.min_distance_ms
 
 
 def is_gaining(offsets, ends) -> bool:
@@ -351,6 +364,11 @@ def evaluate_partition(
                            f"no member holds this partition; no commit for {quiet_s:.0f} s, {current_lag} behind")
         owner_ms = ownership.owner_last_commit_ms
         if owner_ms is not None and now_ms - owner_ms <= stop_after:
+            if keeps_lead_current(ownership, now_ms, stop_after, th.warn_after(cadence)):
+                return Verdict(Status.STOP, "partition_held",
+                               f"owner {ownership.owner_label} keeps its other partitions current but committed "
+                               f"nothing here for {quiet_s:.0f} s; {current_lag} behind: partition held (paused, "
+                               "or stuck on a record)")
             return Verdict(Status.WARN, "owner_busy_elsewhere",
                            f"owner {ownership.owner_label} commits its other partitions but not this one for "
                            f"{quiet_s:.0f} s; {current_lag} behind")
@@ -399,4 +417,4 @@ def group_status(statuses) -> Status:
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
 RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
-         "owner_busy_elsewhere", "stuck_member", "waiting_turn", "stalled", "falling_behind", "progressing")
+         "partition_held", "owner_busy_elsewhere", "stuck_member", "waiting_turn", "stalled", "falling_behind", "progressing")

@@ -71,6 +71,11 @@ CASES = [
     # 10. Busy elsewhere: this partition has no commit for 40 s but its owner committed another partition 1 s
     #     ago (it drains one partition at a time): lagging, not stopped.
     (10, every(1, 60), produced(100), 400, 100, -1, owned(99), Status.OK, Status.WARN, "owner_busy_elsewhere"),
+    # 10b. ... but an owner that moved another partition forward 1 s ago and is 1 s behind there keeps that one
+    #      current: this one is held (paused, or stuck on a record), STOP.
+    (10.5, every(1, 60), produced(100), 400, 100, -1,
+     Ownership(True, False, "m1", "c1@h", 99 * S, owner_windows=(tuple((int(t * S), o) for t, o in every(1, 99)),), owner_behind_ms=(1_000.0,)),
+     Status.OK, Status.STOP, "partition_held"),
     # 11. Nobody in the group and new data for 15 s: STOP at once (after the 10 s grace).
     (11, every(1, 60), produced(75), 150, 75, -1, EMPTY, Status.OK, Status.STOP, "no_members"),
     # 12. ... but within the grace (a one-member group restarting) it is not STOP yet.

@@ -123,11 +123,12 @@ def test_java_consumers_with_the_default_client_id_restarted_one_by_one_are_a_ro
     assert [v for _, v in verdicts] == ["formation", "rolling_restart"], verdicts
 
 
-def _one_partition_held(tmp_path, group: str, client: str, partitions: int, commit_every: float):
+def _one_partition_held(tmp_path, group: str, client: str, partitions: int, commit_every: float,
+                        recommit_held: bool = True):
     """One member holding ``partitions`` partitions of a topic produced at 20 records/s each; from 60 s to 180 s
     partition 0 is held (paused, or its poison record retried) while the member keeps the others current, and
-    every ``commit_every`` seconds it commits the position of each (the held one unchanged). Returns the status
-    stretches of partition 0 and of the others."""
+    every ``commit_every`` seconds it commits the position of each (the held one unchanged, or not at all unless
+    ``recommit_held``). Returns the status stretches of partition 0 and of the others."""
     topic = "orders"
     rec = SyntheticRecording()
     rec.classic_generation(2.0, group, 0, {})
@@ -135,7 +136,8 @@ def _one_partition_held(tmp_path, group: str, client: str, partitions: int, comm
     t = 6.0
     while t < 300:
         held = 60 <= t < 180
-        rec.commit(t, group, topic, 0, 20 * 60 if held else int(20 * t))
+        if recommit_held or not held:
+            rec.commit(t, group, topic, 0, 20 * 60 if held else int(20 * t))
         for p in range(1, partitions):
             rec.commit(t, group, topic, p, int(20 * t))
         t += commit_every
@@ -160,5 +162,16 @@ def test_java_auto_commit_with_one_partition_held_is_stall(tmp_path):
     partitions: one held on a record that fails again and again, the other three consumed as they are produced."""
     held, others = _one_partition_held(tmp_path, "java-held", "consumer-java-held-1", 4, 5.0)
     assert {s for a, b, s in held if a < 170 and b > 90} == {"STALL"}, held
+    assert held[-1][2] == "OK" and held[-1][0] <= 200, held
+    assert {s for _, _, s in others} == {"OK"}, others
+
+
+def test_one_partition_held_and_not_committed_beside_current_ones_is_stop(tmp_path):
+    """librdkafka's ``commit()`` commits only the partitions whose position changed: a member that pauses one of its
+    three partitions (or retries a poison record on it) and keeps the other two current commits nothing for the
+    held one. No commit while its lag grows, beside partitions the same member keeps current: STOP, not a slow
+    member busy elsewhere."""
+    held, others = _one_partition_held(tmp_path, "held-quiet", "rdkafka", 3, 1.0, recommit_held=False)
+    assert {s for a, b, s in held if a < 170 and b > 100} == {"STOP"}, held
     assert held[-1][2] == "OK" and held[-1][0] <= 200, held
     assert {s for _, _, s in others} == {"OK"}, others
