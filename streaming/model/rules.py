@@ -110,6 +110,9 @@ class Ownership:
     owner_windows: tuple[Sequence[tuple[int, int]], ...] = ()
     # how far behind (ms) the owner is on each of those partitions now, in the same order (None: not known)
     owner_behind_ms: tuple[float | None, ...] = ()
+    # when the group's assignment last changed (its last rebalance; None: not known): a partition that moved since
+    # has had its new owner for that long at most
+    assigned_since_ms: int | None = None
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -364,7 +367,9 @@ def evaluate_partition(
                            f"no member holds this partition; no commit for {quiet_s:.0f} s, {current_lag} behind")
         owner_ms = ownership.owner_last_commit_ms
         if owner_ms is not None and now_ms - owner_ms <= stop_after:
-            if keeps_lead_current(ownership, now_ms, stop_after, th.warn_after(cadence)):
+            # ... unless the partition may have just moved to it: its new owner has not had the STOP time with it.
+            settled = ownership.assigned_since_ms is None or now_ms - ownership.assigned_since_ms > stop_after
+            if settled and keeps_lead_current(ownership, now_ms, stop_after, th.warn_after(cadence)):
                 return Verdict(Status.STOP, "partition_held",
                                f"owner {ownership.owner_label} keeps its other partitions current but committed "
                                f"nothing here for {quiet_s:.0f} s; {current_lag} behind: partition held (paused, "

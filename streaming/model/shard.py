@@ -692,7 +692,8 @@ class _GroupStatusRules:
             m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
                                    owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
                                    owner_windows=tuple(owner_windows[m.member_id]),
-                                   owner_behind_ms=tuple(owner_behind[m.member_id]))
+                                   owner_behind_ms=tuple(owner_behind[m.member_id]),
+                                   assigned_since_ms=getattr(g, "last_rebalance_ts", None))
             for m in members}
 
     def evaluate(self, row: int, topic: str, owner: ev.MemberSnapshot | None, ends: Sequence[tuple[int, int]],

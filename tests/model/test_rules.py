@@ -76,6 +76,12 @@ CASES = [
     (10.5, every(1, 60), produced(100), 400, 100, -1,
      Ownership(True, False, "m1", "c1@h", 99 * S, owner_windows=(tuple((int(t * S), o) for t, o in every(1, 99)),), owner_behind_ms=(1_000.0,)),
      Status.OK, Status.STOP, "partition_held"),
+    # 10c. ... unless the group rebalanced 5 s ago: the partition may have just moved to this owner (its previous one
+    #      left after hanging), which has not had 30 s with it yet.
+    (10.7, every(1, 60), produced(100), 400, 100, -1,
+     Ownership(True, False, "m1", "c1@h", 99 * S, owner_windows=(tuple((int(t * S), o) for t, o in every(1, 99)),),
+               owner_behind_ms=(1_000.0,), assigned_since_ms=95 * S),
+     Status.WARN, Status.WARN, "owner_busy_elsewhere"),
     # 11. Nobody in the group and new data for 15 s: STOP at once (after the 10 s grace).
     (11, every(1, 60), produced(75), 150, 75, -1, EMPTY, Status.OK, Status.STOP, "no_members"),
     # 12. ... but within the grace (a one-member group restarting) it is not STOP yet.
