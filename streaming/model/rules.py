@@ -280,11 +280,11 @@ def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: floa
     working off a backlog, so a partition of it that stands still (paused, or a poison record retried) is stalled,
     as are the partitions of a member that moves none of them forward.
     """
-    if ownership.owner is None or keeps_lead_current(ownership, now_ms, stop_after, warn_after):
+    if ownership.owner is None:
         return False
-    when, _ = owner_lead(ownership)
-    if when is None or now_ms - when > stop_after:
-        return False
+    when, behind = owner_lead(ownership)
+    if when is None or now_ms - when > stop_after or (behind is not None and behind < warn_after):
+        return False  # no recent move, or one on a partition the owner keeps current (keeps_lead_current)
     own = last_advance_ms(offsets)
     return when > (offsets[0][0] if own is None else own) + th.min_distance_ms
 
@@ -335,6 +335,7 @@ def evaluate_partition(
         return Verdict(Status.OK, "caught_up", "caught up")
     cadence = cadence_ms if cadence_ms is not None else commit_cadence_ms(offsets)
     stop_after = th.stop_after(cadence)
+    warn_after = th.warn_after(cadence)
     if cadence is None:
         # A single commit says nothing of how often this consumer commits. A job that commits on a timer (a stream
         # processor's checkpoints, a batch job) must not be STOP before its second commit: it gets
@@ -369,7 +370,7 @@ def evaluate_partition(
         if owner_ms is not None and now_ms - owner_ms <= stop_after:
             # ... unless the partition may have just moved to it: its new owner has not had the STOP time with it.
             settled = ownership.assigned_since_ms is None or now_ms - ownership.assigned_since_ms > stop_after
-            if settled and keeps_lead_current(ownership, now_ms, stop_after, th.warn_after(cadence)):
+            if settled and keeps_lead_current(ownership, now_ms, stop_after, warn_after):
                 return Verdict(Status.STOP, "partition_held",
                                f"owner {ownership.owner_label} keeps its other partitions current but committed "
                                f"nothing here for {quiet_s:.0f} s; {current_lag} behind: partition held (paused, "
@@ -380,7 +381,6 @@ def evaluate_partition(
         return Verdict(Status.STOP, "stuck_member",
                        f"owner {ownership.owner_label} is still in the group but committed nothing for "
                        f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
-    warn_after = th.warn_after(cadence)
     if is_stalled(offsets, ends, now_ms, stop_after, th):
         first = offsets[-th.min_window][0]
         if is_waiting_turn(offsets, ownership, now_ms, stop_after, warn_after, th):
@@ -422,4 +422,5 @@ def group_status(statuses) -> Status:
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
 RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
-         "partition_held", "owner_busy_elsewhere", "stuck_member", "waiting_turn", "stalled", "falling_behind", "progressing")
+         "partition_held", "owner_busy_elsewhere", "stuck_member", "waiting_turn", "stalled", "falling_behind",
+         "progressing")

@@ -686,6 +686,7 @@ class _GroupStatusRules:
         elif isinstance(g, ClassicGroup) and g.members and all(m.topics for m in g.members.values()):
             self.subscribed = {t for m in g.members.values() for t in m.topics}
         # One Ownership per member (and one for unowned partitions), shared by its partitions.
+        rebalanced = getattr(g, "last_rebalance_ts", None)
         self.unowned = Ownership(known, empty, None, "", None, None, assignment_known)
         self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
         self.ownership_of = {
@@ -693,7 +694,7 @@ class _GroupStatusRules:
                                    owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
                                    owner_windows=tuple(owner_windows[m.member_id]),
                                    owner_behind_ms=tuple(owner_behind[m.member_id]),
-                                   assigned_since_ms=getattr(g, "last_rebalance_ts", None))
+                                   assigned_since_ms=rebalanced)
             for m in members}
 
     def evaluate(self, row: int, topic: str, owner: ev.MemberSnapshot | None, ends: Sequence[tuple[int, int]],
