@@ -17,7 +17,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pyspark
 
@@ -52,8 +52,12 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @contextmanager
 def standalone_cluster(workdir: Path, workers: int = 2, *, cores: int = 1, memory: str = "1g",
-                       timeout_s: float = 180.0) -> Iterator[str]:
-    """Yields the master URL (``spark://127.0.0.1:PORT``) once ``workers`` workers are registered."""
+                       timeout_s: float = 180.0, worker_cgroups: Sequence[Path] | None = None) -> Iterator[str]:
+    """Yields the master URL (``spark://127.0.0.1:PORT``) once ``workers`` workers are registered.
+
+    ``worker_cgroups``: one ``cgroup.procs`` file per worker; worker i joins the i-th before it starts, so it and
+    everything it launches (its executors and their Python workers) run under that cgroup's limits.
+    """
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
     spark_class = str(home / "bin" / "spark-class")
@@ -62,10 +66,13 @@ def standalone_cluster(workdir: Path, workers: int = 2, *, cores: int = 1, memor
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
 
-    def start(args: list[str], log: str) -> None:
+    def start(args: list[str], log: str, cgroup_procs: Path | None = None) -> None:
+        # Joined in the child before exec, so no process of the worker's (spark-class starts a launcher JVM
+        # first) ever runs outside the cgroup.
+        join = None if cgroup_procs is None else (lambda: cgroup_procs.write_text(str(os.getpid())))
         with open(workdir / log, "wb") as out:
             procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                          start_new_session=True))
+                                          start_new_session=True, preexec_fn=join))
 
     deadline = time.monotonic() + timeout_s
 
@@ -88,7 +95,7 @@ def standalone_cluster(workdir: Path, workers: int = 2, *, cores: int = 1, memor
         for i in range(workers):
             start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
                    "--memory", memory, "--webui-port", "0", "--work-dir", str(workdir / f"worker-{i}"), master_url],
-                  f"worker-{i}.log")
+                  f"worker-{i}.log", worker_cgroups[i] if worker_cgroups else None)
         wait_for(lambda: _alive_workers(ui_port, master_url) >= workers,
                  f"{workers} workers did not register with {master_url}")
         yield master_url
