@@ -8,15 +8,17 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
 
 * a **churn rebalance** changes membership (a member joined, left, or a static member came back). Epoch bumps with
   the same members (metadata, subscription, cooperative follow-ups) never count.
-* a **flap** is a departure of a member that had been in the group less than ``flap_lifetime_ms`` (it crashed or
-  was killed soon after joining), or the third and later departure, within the window, of a member *identity*
-  (static ``group.instance.id``, else ``client.id@host``) that names one member (or one member beside the ghost
-  of its previous instance), or the third and later join of a new instance of such an identity beside a present
-  one (a restart while the killed instance waits for its session to expire), while at most one member present at
-  the episode's start holds it. Identities catch crash loops whose
-  members outlive ``flap_lifetime_ms`` only because a killed member stays until its session expires; counting the
-  restarts calls the loop while it runs. At the third, the identity's earlier departures (or restarts) in the
-  window become flaps too: they were the same loop.
+* a **flap** is a departure of a member that had been in the group less than ``flap_lifetime_ms`` (it crashed or was
+  killed soon after joining), or the third and later departure, within the window, of a member *identity* (static
+  ``group.instance.id``, else ``client.id@host``) that names one member (or one member beside the ghost of its
+  previous instance), or the third and later join of a new instance of such an identity beside a present one (a
+  restart while the killed instance waits for its session to expire), while at most one member present at the
+  episode's start holds it. Identities catch crash loops whose members outlive ``flap_lifetime_ms`` only because a
+  killed member stays until its session expires; counting the restarts calls the loop while it runs. At the third,
+  the identity's earlier departures (or restarts) in the window become flaps too: they were the same loop. A
+  departure is a flap, too, when a member that came in a **wholesale replacement** (one rebalance replacing more
+  members than a rolling restart does at a time) goes in the next one less than ``restart_wait_ms`` after joining: a
+  classic group killed soon after every assignment, seen one session timeout apart.
 * a **shared** identity is one that two members have held side by side for longer than ``restart_wait_ms`` (no
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
@@ -142,7 +144,9 @@ class _Episode:
 
 @dataclass(slots=True)
 class _GroupJudgement:
-    members: dict[str, tuple[int, str]] = field(default_factory=dict)  # member id -> (joined ms, identity)
+    # member id -> (joined ms, identity[, joined in a wholesale replacement]); states written before the third
+    # field have two
+    members: dict[str, tuple] = field(default_factory=dict)
     churn: deque = field(default_factory=deque)  # times of churn rebalances in the window
     departures: deque = field(default_factory=deque)  # (time, identity, flap)
     episode: _Episode | None = None
@@ -243,11 +247,21 @@ class RebalanceJudge:
 
         ep = j.episode
         leavers: list[str] = []
+        # Several members replaced in one rebalance (more than a rolling restart takes at a time, as many or more
+        # joining): members killed together, whose successors waited in the pending rebalance until the ghosts'
+        # sessions expired (a classic group completes it only then), or a deploy that replaces everyone at once.
+        # Members that came in such a replacement and go in the next one within a restart's wait of joining are
+        # a crash loop of the whole group, seen one session timeout apart; once is a deploy, or a node lost.
+        wholesale = len(joined) >= len(left) > max(1, len(before) // 4)
         for mid in left:
-            joined_ms, ident = j.members.pop(mid, (None, before[mid]))
+            entry = j.members.pop(mid, None)
+            joined_ms, ident = (None, before[mid]) if entry is None else entry[:2]
+            came_wholesale = entry is not None and len(entry) > 2 and entry[2]
             named = informative(ident)
             leavers.append(ident if named else mid)
-            short = joined_ms is not None and ts - joined_ms < cfg.flap_lifetime_ms
+            tenure = None if joined_ms is None else ts - joined_ms
+            short = tenure is not None and (tenure < cfg.flap_lifetime_ms or (
+                wholesale and came_wholesale and tenure < cfg.restart_wait_ms))
             repeats = sum(1 for _, i, _ in j.departures if i == ident) if named else 0
             again = repeats + 1 >= cfg.identity_flap_departures
             if again:
@@ -290,7 +304,7 @@ class RebalanceJudge:
                         flaps_now += _mark_flaps(j.restarts, ident)
                     j.restarts.append((ts, ident, flap))
                     flaps_now += flap
-            j.members[mid] = (ts, ident)
+            j.members[mid] = (ts, ident, wholesale)
         j.shared.intersection_update(holders_after)
         j.churn.append(ts)
         # The episode this rebalance belongs to.

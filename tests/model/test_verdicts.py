@@ -209,6 +209,52 @@ def test_scale_out_with_shared_client_ids_is_still_a_scale_out():
     assert g.verdicts()[-1] == ("scale_out", 120)
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["own-names", "one-shared-name"])
+def test_whole_group_killed_soon_after_each_assignment_is_a_storm_one_session_timeout_apart(shared):
+    """Classic, 3 members at the default 45 s session, each process killed a few seconds after it gets partitions
+    and restarted at once. The restarts wait in the pending rebalance until the ghosts expire, so the log shows
+    only a generation every ~47 s, each replacing the whole group, its members never older than one such period,
+    and no departure within the flap lifetime. Being replaced wholesale again within a minute of joining is the
+    loop; with one shared client id (Java's default in separate JVMs) as much as with names of their own."""
+    def gen(k: int) -> dict[str, str]:
+        return {f"m{i}-{k}": "consumer-g-1@h" if shared else f"m{i}@h" for i in range(3)}
+
+    g = Group(gen(0), t=3)
+    g.to(gen(1), 53)  # the first instances, killed at 6-9 s, expired; their successors joined meanwhile
+    g.to(gen(2), 100)  # the same again
+    g.to({**gen(2), "x-0": "x@h" if not shared else "consumer-g-1@h"}, 105)  # another member added
+    g.wait(400)
+    assert g.verdicts() == [("formation", 23), ("storm", 105), ("storm_ended", 199)]
+
+
+def test_whole_group_replaced_at_once_is_a_storm_only_when_it_happens_again_soon():
+    """Killing every member at once and starting new ones (a deploy without a rolling strategy, or a node lost)
+    replaces the whole group in one generation: once is no storm, even a minute after the group formed, nor is a
+    second time minutes later. Replaced again within a minute of joining, the new members were a crash loop."""
+    g = Group(crew("a", "b", "c"), t=0)
+    g.to(crew("a", "b", "c", gen=1), 55)  # members 55 s old, replaced together: not young enough
+    g.to(crew("a", "b", "c", gen=2), 300)  # again, minutes later
+    g.to({**crew("a", "b", "c", gen=2), "d-0": "d@h"}, 320)
+    g.wait(700)
+    assert "storm" not in [v for v, _ in g.verdicts()], g.verdicts()
+    g.to(crew("a", "b", "c", gen=3), 720)
+    g.to(crew("a", "b", "c", gen=4), 767)  # gen 3 replaced 47 s after joining
+    g.to({**crew("a", "b", "c", gen=4), "d-1": "d@h"}, 770)
+    assert [v for v, _ in g.verdicts()][-1] == "storm", g.verdicts()
+
+
+def test_a_deploy_right_after_formation_one_at_a_time_is_a_rolling_restart():
+    """Members 40 s old restarted one at a time, each leave and join in one generation (the new process joins
+    while the rebalance its leave began is pending): young members replaced, but one at a time, as deploys do."""
+    g = Group(crew("a", "b", "c"), t=0)
+    g.wait(30)
+    for k, name in enumerate(("a", "b", "c")):
+        members = {m: i for m, i in g.members.items() if m != f"{name}-0"}
+        g.to({**members, f"{name}-1": f"{name}@h"}, 40 + 10 * k)
+    g.wait(200)
+    assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"], g.verdicts()
+
+
 def test_crash_loop_with_long_session_timeouts_is_a_storm_by_identity():
     """Each killed instance lingers 45 s (default session timeout) beside its restart, so every departure comes
     ~50 s after its join: lifetimes alone see no flap, but the same identities leaving a 3rd time do."""
