@@ -123,6 +123,34 @@ def test_java_consumers_with_the_default_client_id_restarted_one_by_one_are_a_ro
     assert [v for _, v in verdicts] == ["formation", "rolling_restart"], verdicts
 
 
+def test_java_consumers_killed_soon_after_every_assignment_are_a_storm(tmp_path):
+    """Three Java consumers (classic protocol, range, the default 45 s session), each its own JVM on one host named
+    ``consumer-<group>-1``, die (OOM-killed, SIGKILL) a few seconds after every assignment and are restarted at
+    once. Each restart joins the rebalance its predecessor's death left pending, which completes only when the dead
+    instances' sessions expire: the log shows a generation every ~47 s replacing all three, and then two more
+    consumers added. A crash loop of the whole group: a storm, never a scale-out."""
+    group, topic, client = "oom-loop", "orders", "consumer-oom-loop-1"
+    rec = SyntheticRecording()
+    rec.classic_generation(2.0, group, 0, {})
+
+    def crew(k: int) -> dict[str, tuple[str, dict[str, list[int]]]]:
+        return {f"{client}-{k}-{i}": (client, {topic: [2 * i, 2 * i + 1]}) for i in range(3)}
+
+    rec.classic_generation(3.0, group, 1, crew(0))
+    rec.classic_generation(52.9, group, 2, crew(1))
+    rec.classic_generation(99.8, group, 3, crew(2))
+    added = {f"{client}-x-{i}": (client, {topic: []}) for i in range(2)}
+    rec.classic_generation(104.6, group, 4, {**crew(2), **added})
+    for k, t in enumerate((5.0, 55.0, 102.0)):  # each crew commits once before it dies
+        for p in range(6):
+            rec.commit(t, group, topic, p, int(t) * 10)
+    timeline = rec.replay(tmp_path, 200, lambda s: {(topic, p): int(s) * 10 for p in range(6)})
+    verdicts = group_verdicts(timeline, group)
+    assert [v for _, v in verdicts][:2] == ["formation", "storm"], verdicts
+    assert verdicts[1][0] <= 105, verdicts
+    assert "scale_out" not in [v for _, v in verdicts], verdicts
+
+
 def _one_partition_held(tmp_path, group: str, client: str, partitions: int, commit_every: float,
                         recommit_held: bool = True):
     """One member holding ``partitions`` partitions of a topic produced at 20 records/s each; from 60 s to 180 s
