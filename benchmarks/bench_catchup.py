@@ -201,15 +201,19 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
             "decoded": decoded}
 
 
-def warm_rate(batches: list[dict]) -> str:
-    """The batches after the first one with records, in words: records, seconds of batches, records/s ("" if
-    none finished). The first batch carries the start-up (Python workers, the tables' first commits)."""
+def warm_batches(batches: list[dict]) -> tuple[int, float]:
+    """``(records, seconds of batches)`` of the finished batches after the first one with records: the first
+    carries the start-up (Python workers, the tables' first commits), which a long-running job pays once."""
     warm = [b for b in batches if b["records"] > 0][1:]
     warm = [b for b in warm if b["done"] is not None]
-    if not warm:
+    return sum(b["records"] for b in warm), sum(b["done"] - b["planned"] for b in warm)
+
+
+def warm_rate(batches: list[dict]) -> str:
+    """:func:`warm_batches` in words: records, seconds of batches, records/s ("" if none finished)."""
+    records, seconds = warm_batches(batches)
+    if not records:
         return ""
-    records = sum(b["records"] for b in warm)
-    seconds = sum(b["done"] - b["planned"] for b in warm)
     return f"{records:,} records in {seconds:.1f} s of batches = {records / seconds:,.0f} records/s"
 
 

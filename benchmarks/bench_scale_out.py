@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_backfill import run_backfill  # noqa: E402
-from bench_catchup import loadavg  # noqa: E402
+from bench_catchup import loadavg, warm_batches  # noqa: E402
 from bench_decode import unpack_default  # noqa: E402
 from cpu_quota import QuotaUnavailable, quota_groups, throttled_share  # noqa: E402
 
@@ -66,13 +66,6 @@ def backfill(root: Path, work: Path, master: str, executors: int) -> dict:
     return result
 
 
-def warm(result: dict) -> tuple[int, float]:
-    """(records, seconds) of the batches after the first: the first carries the executors' start-up (their JVMs'
-    first compilations, the Python workers' imports), which a long-running job pays once."""
-    batches = [b for b in result["batches"] if b["records"] > 0][1:]
-    return sum(b["records"] for b in batches), sum(b["done"] - b["planned"] for b in batches)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("root", nargs="?", help="log directory (default: the 5M corpus, unpacked)")
@@ -96,7 +89,7 @@ def main() -> None:
             for executors in (1, 2):
                 result = backfill(root, work / f"run-{executors}", master, executors)
                 results[executors] = result
-                records, seconds = warm(result)
+                records, seconds = warm_batches(result["batches"])
                 print(f"{executors} executor(s): {result['seconds']:.1f} s, process start to exit; after the first "
                       f"batch {records:,} records in {seconds:.1f} s = {records / seconds / 1e3:,.0f}k records/s; "
                       f"commits table {result['commits']:,} rows; machine CPU busy "
@@ -108,7 +101,7 @@ def main() -> None:
                     print("  held back by its quota in " + ", ".join(
                         f"{100 * throttled_share(c):.0f}%" for c in cgroups) + " of the scheduler periods so far "
                         "(per worker)")
-        (r1, s1), (r2, s2) = warm(results[1]), warm(results[2])
+        (r1, s1), (r2, s2) = (warm_batches(results[n]["batches"]) for n in (1, 2))
         print(f"two executors / one: {(r2 / s2) / (r1 / s1):.2f}x the throughput after the first batch, "
               f"{results[1]['seconds'] / results[2]['seconds']:.2f}x from process start to exit")
 

@@ -144,9 +144,8 @@ class _Episode:
 
 @dataclass(slots=True)
 class _GroupJudgement:
-    # member id -> (joined ms, identity[, joined in a wholesale replacement]); states written before the third
-    # field have two
-    members: dict[str, tuple] = field(default_factory=dict)
+    # member id -> (joined ms, identity, joined in a wholesale replacement)
+    members: dict[str, tuple[int, str, bool]] = field(default_factory=dict)
     churn: deque = field(default_factory=deque)  # times of churn rebalances in the window
     departures: deque = field(default_factory=deque)  # (time, identity, flap)
     episode: _Episode | None = None
@@ -175,7 +174,9 @@ class _GroupJudgement:
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
-        j = cls(dict(t[0]), deque(t[1]), deque(t[2]), None if t[3] is None else _Episode.from_tuple(t[3]),
+        # States written before wholesale replacements were judged hold (joined ms, identity) per member.
+        members = {mid: (*entry, False) if len(entry) == 2 else entry for mid, entry in t[0]}
+        j = cls(members, deque(t[1]), deque(t[2]), None if t[3] is None else _Episode.from_tuple(t[3]),
                 t[4], t[5], t[6], t[7], list(t[8]), t[9])
         j.counters = ev.GroupVerdicts(*t[10])
         if len(t) > 11:  # states written before shared identities were kept have neither
@@ -201,7 +202,7 @@ class RebalanceJudge:
         formation episode starts here."""
         j = self.groups.setdefault(group_id, _GroupJudgement())
         for mid, ident in identities.items():
-            j.members.setdefault(mid, (timestamp, ident))
+            j.members.setdefault(mid, (timestamp, ident, False))
         if identities and j.episode is None and j.storm_since is None:
             j.episode = _Episode(timestamp, timestamp, offset, 0, True, frozenset(), size_now=len(identities),
                                  joins=len(identities))
@@ -254,9 +255,7 @@ class RebalanceJudge:
         # a crash loop of the whole group, seen one session timeout apart; once is a deploy, or a node lost.
         wholesale = len(joined) >= len(left) > max(1, len(before) // 4)
         for mid in left:
-            entry = j.members.pop(mid, None)
-            joined_ms, ident = (None, before[mid]) if entry is None else entry[:2]
-            came_wholesale = entry is not None and len(entry) > 2 and entry[2]
+            joined_ms, ident, came_wholesale = j.members.pop(mid, (None, before[mid], False))
             named = informative(ident)
             leavers.append(ident if named else mid)
             tenure = None if joined_ms is None else ts - joined_ms
@@ -367,7 +366,7 @@ class RebalanceJudge:
         who = None
         if old_member in j.members:
             who = j.members.pop(old_member)[1]
-            j.members[new_member] = (timestamp, who)
+            j.members[new_member] = (timestamp, who, False)
         if j.storm_since is not None:
             return []
         chain = j.chain
