@@ -65,6 +65,11 @@ class ConsumerMember:
     state: int = int(MemberState.STABLE)
     assigned: IdAssignment = field(default_factory=dict)
     pending_revocation: IdAssignment = field(default_factory=dict)
+    # Liveness as the log shows it: the time of the member's latest record (its heartbeats write one whenever
+    # its epoch or state changes), and the first group-epoch bump after it, which a live member follows within a
+    # heartbeat interval (None: it followed every bump so far).
+    seen_ms: int = -1
+    missed_bump_ms: int | None = None
 
     def view(self, topics_of_regexes: dict[str, tuple[str, ...]]) -> MemberView:
         topics = set(self.topics)
@@ -76,11 +81,34 @@ class ConsumerMember:
         return (self.member_id, self.lifecycle.value, self.instance_id, self.rack_id, self.client_id, self.host,
                 self.topics, self.regex, self.rebalance_timeout, self.server_assignor, self.classic_session_timeout,
                 self.classic_protocols, self.member_epoch, self.previous_epoch, self.state,
-                tuple(self.assigned.items()), tuple(self.pending_revocation.items()))
+                tuple(self.assigned.items()), tuple(self.pending_revocation.items()), self.seen_ms,
+                self.missed_bump_ms)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "ConsumerMember":
-        return cls(t[0], MemberLifecycle(t[1]), *t[2:15], dict(t[15]), dict(t[16]))
+        # States written before liveness was kept end at t[16]: such a member counts as seen, missing nothing.
+        return cls(t[0], MemberLifecycle(t[1]), *t[2:15], dict(t[15]), dict(t[16]), *t[17:19])
+
+    def seen(self, timestamp: int) -> None:
+        """The member's heartbeat wrote a record: it is alive at ``timestamp``."""
+        self.seen_ms = max(self.seen_ms, timestamp)
+        self.missed_bump_ms = None
+
+    def silent_since(self, now_ms: int, silent_after_ms: int) -> int | None:
+        """When the member stopped following the group, if it has: the first epoch bump it has not followed for
+        ``silent_after_ms``. A consumer-protocol member follows every bump at its next heartbeat (its epoch
+        advances, or it is told to revoke: either way a record), whether or not the application polls; only a
+        member waiting for its application to revoke partitions (UNREVOKED_PARTITIONS) may rightly stay silent,
+        and a member that joined with the classic protocol rejoins from the application's poll. A silent member
+        has stopped heartbeating: killed, crashed, or cut off, and gone once its session expires."""
+        since = self.missed_bump()
+        return since if since is not None and now_ms - since >= silent_after_ms else None
+
+    def missed_bump(self) -> int | None:
+        """The first epoch bump the member has not followed, where following it needs no application."""
+        if self.state == int(MemberState.UNREVOKED_PARTITIONS) or self.classic_session_timeout is not None:
+            return None
+        return self.missed_bump_ms
 
 
 @dataclass(slots=True)
@@ -108,6 +136,9 @@ class ConsumerGroup:
     # (instance id, member id) of a static member whose metadata tombstone was the last member change with no
     # epoch bump since: a new member with that instance id next is the same member restarted (see replay_member)
     departed_static: tuple[str, str] | None = None
+    # members removed since the last finalised epoch -> the first bump each had not followed (their session
+    # expired after they went silent): judged with the rebalance that removes them
+    departed_silent: dict[str, int] = field(default_factory=dict)
 
     group_type = GroupType.CONSUMER
 
@@ -143,6 +174,10 @@ class ConsumerGroup:
         self.metadata_hash = metadata_hash
         if epoch != old:
             self.departed_static = None  # a removal that bumps the epoch is a departure, not a replacement
+            for m in self.members.values():
+                # The bump's own member records come first, at the same time: those members are not behind.
+                if m.missed_bump_ms is None and m.seen_ms < timestamp:
+                    m.missed_bump_ms = timestamp
             if self.pending_epoch is not None:
                 self._finalise(judge, out)
             self.pending_epoch = (epoch, old, offset, timestamp)
@@ -180,6 +215,8 @@ class ConsumerGroup:
                 raise InconsistentRecord(f"group {gid}: member {member_id} deleted but still in the target "
                                          "assignment (type-7 tombstone missing)")
             del self.members[member_id]
+            if (missed := m.missed_bump()) is not None:
+                self.departed_silent[member_id] = missed
             self.departed_static = None if m.instance_id is None else (m.instance_id, member_id)
             out.append(ev.MemberLeft(gid, offset, timestamp, member_id, m.client_id, m.instance_id))
             self.update_state(offset, timestamp, out)
@@ -189,6 +226,7 @@ class ConsumerGroup:
         if created:
             m = self.members[member_id] = ConsumerMember(member_id)
         m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.METADATA)
+        m.seen(timestamp)
         m.instance_id = value.instance_id
         m.rack_id = value.rack_id
         m.client_id = value.client_id
@@ -266,6 +304,7 @@ class ConsumerGroup:
             if created:
                 m = self.members[member_id] = ConsumerMember(member_id)
             m.lifecycle = apply("modern_member", MODERN_MEMBER, m.lifecycle, MemberTrigger.CURRENT_ASSIGNMENT)
+            m.seen(timestamp)
             m.member_epoch = value.member_epoch
             m.previous_epoch = value.previous_member_epoch
             if isinstance(value, ConsumerGroupCurrentMemberAssignmentValue):
@@ -321,14 +360,20 @@ class ConsumerGroup:
             rebalance = ev.Rebalance(self.group_id, offset, timestamp, GroupType.CONSUMER, epoch, old_epoch, causes,
                                      len(self.epoch_views), len(views), moved, stayed, since, joined, left)
             out.append(rebalance)
+            silent_after = judge.config.silent_after_ms
+            silent = {k: since for k in self.epoch_views if (m := self.members.get(k)) is not None
+                      and (since := m.silent_since(timestamp, silent_after)) is not None}
+            silent.update((k, since) for k, since in self.departed_silent.items()
+                          if k in self.epoch_views and timestamp - since >= silent_after)
             out.extend(judge.observe(rebalance, {k: v.identity for k, v in self.epoch_views.items()},
-                                     {k: v.identity for k, v in views.items()}))
+                                     {k: v.identity for k, v in views.items()}, silent))
             self.epoch_ts = timestamp
         elif pending is not None and self.epoch_views is None:
             epoch, old_epoch, offset, timestamp = pending
             if views:
                 judge.baseline(self.group_id, offset, timestamp, {k: v.identity for k, v in views.items()})
             self.epoch_ts = timestamp
+        self.departed_silent = {}
         self.epoch_views = views
         self.epoch_target = target
         self.epoch_partitions = partitions
@@ -376,7 +421,8 @@ class ConsumerGroup:
                 None if self.epoch_views is None else _views_tuple(self.epoch_views),
                 tuple((k, tuple(v.items())) for k, v in self.epoch_target.items()),
                 tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch,
-                None if self.pending_views is None else _views_tuple(self.pending_views), self.departed_static)
+                None if self.pending_views is None else _views_tuple(self.pending_views), self.departed_static,
+                tuple(self.departed_silent.items()))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "ConsumerGroup":
@@ -393,6 +439,7 @@ class ConsumerGroup:
         g.epoch_ts, g.pending_epoch = t[14], t[15]
         g.pending_views = _views_from(t[16]) if len(t) > 16 and t[16] is not None else None
         g.departed_static = tuple(t[17]) if len(t) > 17 and t[17] is not None else None  # type: ignore[assignment]
+        g.departed_silent = dict(t[18]) if len(t) > 18 else {}
         return g
 
 

@@ -18,7 +18,10 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   the identity's earlier departures (or restarts) in the window become flaps too: they were the same loop. A
   departure is a flap, too, when a member that came in a **wholesale replacement** (one rebalance replacing more
   members than a rolling restart does at a time) goes in the next one less than ``restart_wait_ms`` after joining: a
-  classic group killed soon after every assignment, seen one session timeout apart.
+  classic group killed soon after every assignment, seen one session timeout apart. A consumer-protocol member
+  that **goes silent** (follows no epoch bump for ``silent_after_ms``: it stopped heartbeating) within
+  ``flap_lifetime_ms`` of joining flapped too, counted when the silence is certain rather than when its session
+  expires.
 * a **shared** identity is one that two members have held side by side for longer than ``restart_wait_ms`` (no
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
@@ -96,13 +99,15 @@ class RebalanceConfig:
     # the departure is called a scale-in
     storm_quiet_ms: int = 60_000  # quiet time that ends a storm
     restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
+    silent_after_ms: int = 20_000  # a consumer-protocol member that has not followed an epoch bump for this long
+    # has stopped heartbeating (live ones follow within a heartbeat interval: 5 s by default, at most 15 s)
 
     def __post_init__(self) -> None:
         if self.storm_rebalances < 2 or self.storm_flaps < 1 or self.identity_flap_departures < 2:
             raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
                              "identity_flap_departures >= 2 required")
         if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms,
-               self.restart_wait_ms, self.return_wait_ms) <= 0:
+               self.restart_wait_ms, self.return_wait_ms, self.silent_after_ms) <= 0:
             raise ValueError("rebalance config: every duration must be positive")
 
 
@@ -162,6 +167,9 @@ class _GroupJudgement:
     shared: set = field(default_factory=set)
     restarts: deque = field(default_factory=deque)  # (time, identity, flap): new instances beside a present one
     storm_gap: int = 0  # the longest quiet between two churn rebalances of the active storm (its rhythm)
+    # (time, member id) of members counted as flaps when they went silent young (see ``observe``); their departure
+    # when their session expires is the same flap, not another
+    silenced: deque = field(default_factory=deque)
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -170,7 +178,7 @@ class _GroupJudgement:
                 self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
                  c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
-                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap)
+                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap, tuple(self.silenced))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
@@ -183,6 +191,8 @@ class _GroupJudgement:
             j.shared, j.restarts = set(t[11]), deque(t[12])
         if len(t) > 13:
             j.storm_gap = t[13]
+        if len(t) > 14:
+            j.silenced = deque(t[14])
         return j
 
 
@@ -207,8 +217,11 @@ class RebalanceJudge:
             j.episode = _Episode(timestamp, timestamp, offset, 0, True, frozenset(), size_now=len(identities),
                                  joins=len(identities))
 
-    def observe(self, rebalance: ev.Rebalance, before: Mapping[str, str], after: Mapping[str, str]) -> list[ev.Event]:
-        """Judges one rebalance; ``before``/``after`` map member ids to identities. Returns verdict events."""
+    def observe(self, rebalance: ev.Rebalance, before: Mapping[str, str], after: Mapping[str, str],
+                silent: Mapping[str, int] | None = None) -> list[ev.Event]:
+        """Judges one rebalance; ``before``/``after`` map member ids to identities. ``silent`` maps members of
+        ``before`` that have stopped heartbeating (consumer protocol: see ``ConsumerMember.silent_since``) to the
+        first epoch bump each did not follow. Returns verdict events."""
         cfg = self.config
         gid, ts, offset = rebalance.group_id, rebalance.timestamp, rebalance.offset
         j = self.groups.setdefault(gid, _GroupJudgement())
@@ -230,6 +243,8 @@ class RebalanceJudge:
             j.churn.popleft()
         while j.restarts and j.restarts[0][0] < window_start:
             j.restarts.popleft()
+        while j.silenced and j.silenced[0][0] < window_start:
+            j.silenced.popleft()
         # Two members holding one identity side by side for longer than any restart takes are two live members
         # named alike, not a member and the ghost of its previous instance: from then on the identity is shared.
         newest_join: dict[str, int] = {}
@@ -240,6 +255,19 @@ class RebalanceJudge:
         outsiders = 0
         replaced = 0
         distinct = len(holders)
+        # A member that went silent within the flap lifetime of joining died young, whether it left cleanly or
+        # not: a killed consumer-protocol member stays until its session expires (45 s by default), so its
+        # lifetime as the log shows it says nothing, while the first epoch bump it did not follow bounds when it
+        # died. Counted when the silence is certain, not 45 s later when the session expires: crash loops whose
+        # members are all killed (new names each time, every one a ghost for a session) are storms while they run.
+        silenced = {m for _, m in j.silenced}
+        for mid, since in (silent or {}).items():
+            entry = j.members.get(mid)
+            if mid in silenced or entry is None or since - entry[0] >= cfg.flap_lifetime_ms:
+                continue
+            j.silenced.append((ts, mid))
+            silenced.add(mid)
+            flaps_now += 1
 
         def informative(ident: str) -> bool:
             # An identity names one member (or one member and the ghost of its previous instance) unless members
@@ -268,9 +296,14 @@ class RebalanceJudge:
                 # flaps too. A member thrown out every poll interval is a storm at its third departure, not at a
                 # fourth one four or five minutes in.
                 flaps_now += _mark_flaps(j.departures, ident)
-            flap = short or again
-            j.departures.append((ts, ident, flap))
-            flaps_now += flap
+            if mid in silenced:
+                # Counted when it went silent: its departure is that flap, moved from one window to the other.
+                j.silenced = deque(e for e in j.silenced if e[1] != mid)
+                j.departures.append((ts, ident, True))
+            else:
+                flap = short or again
+                j.departures.append((ts, ident, flap))
+                flaps_now += flap
             if ep is not None and mid not in ep.baseline:
                 outsiders += 1
             # A member killed without leaving stays until its session expires, beside its own new instance: its
@@ -322,7 +355,8 @@ class RebalanceJudge:
         ep.leavers += tuple(leavers)
         ep.went_empty = ep.went_empty or (not after and bool(before))
         # Storm: judged again at every churn rebalance.
-        flaps = sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
+        flaps = (sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
+                 + len(j.silenced))
         if j.storm_since is not None:
             j.storm_gap = max(j.storm_gap, ts - j.storm_last_churn)
             j.storm_last_churn, j.storm_last_offset = ts, offset
@@ -332,9 +366,10 @@ class RebalanceJudge:
             j.storm_rebalances = len(j.churn)
             j.storm_gap = max((b - a for a, b in pairwise(j.churn)), default=0)
             j.episode = None
+            silent = " or going silent" if j.silenced else ""
             reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} were members "
-                      f"leaving within {cfg.flap_lifetime_ms // 1000} s of joining or the same member leaving or "
-                      f"restarting again")
+                      f"leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining or the same member leaving "
+                      f"or restarting again")
             self._count(j, "storm", reason, ts)
             out.append(ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
                                          reason=reason))
@@ -412,6 +447,7 @@ class RebalanceJudge:
                 j.churn.clear()
                 j.departures.clear()
                 j.restarts.clear()
+                j.silenced.clear()
                 j.episode = None
             return out
         ep = j.episode
