@@ -75,10 +75,15 @@ def test_group_detail_carries_what_burrow_has_no_field_for(sources, fed):
 def test_kip848_epochs_and_verdicts_are_exposed(sources, fed):
     kip848 = [g for g, s in fed.snapshots.items() if s.group_type.name == "CONSUMER"]
     assert kip848, "the workload has no KIP-848 group"
+    snap = fed.snapshots[kip848[0]]
     _, g = get(sources, f"/v1/clusters/{CLUSTER}/groups/{kip848[0]}")
-    assert g["assignment_epoch"] is not None and all(m["member_epoch"] is not None for m in g["members"])
+    assert snap.assignment_epoch is not None and g["assignment_epoch"] == snap.assignment_epoch
+    assert {m["member_id"]: m["member_epoch"] for m in g["members"]} == \
+        {m.member_id: m.member_epoch for m in snap.members}
+    assert all(m.member_epoch is not None for m in snap.members)
     _, storm = get(sources, f"/v1/clusters/{CLUSTER}/groups/storm")
-    assert storm["rebalances"]["storms"] >= 1, "the storm scenario's verdict must show"
+    assert fed.snapshots["storm"].verdicts.storms >= 1, "the storm scenario's verdict must be in the model"
+    assert storm["rebalances"]["storms"] == fed.snapshots["storm"].verdicts.storms
 
 
 def test_lists(sources, fed):
@@ -135,3 +140,19 @@ def test_the_description_is_valid_json_shipped_with_the_package():
     # ``pip install .`` (the Docker image) copies only listed data files into the package.
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "api/openapi.json" in project["tool"]["setuptools"]["package-data"]["streaming"]
+
+
+def test_the_schema_checker_reports_each_kind_of_departure():
+    """The checker the description is held to can fail: each departure from a schema is reported, at its path."""
+    doc = {"components": {"schemas": {"Lag": {"type": "object", "required": ["group", "status"], "properties": {
+        "group": {"type": "string"}, "status": {"enum": ["OK", "WARN"]}, "lag": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"type": "string"}}}}}}}
+    ref = {"$ref": "#/components/schemas/Lag"}
+    assert problems({"group": "g", "status": "OK", "lag": 3, "tags": ["a"]}, ref, doc) == []
+    assert problems({"group": "g", "status": "OK", "extra": 1}, ref, doc) == ["$: 'extra' is not described"]
+    assert problems({"group": "g"}, ref, doc) == ["$: missing 'status'"]
+    assert problems({"group": 7, "status": "OK"}, ref, doc) == ["$.group: 7 is not of type string"]
+    assert problems({"group": "g", "status": "BAD"}, ref, doc) == ["$.status: 'BAD' not in ['OK', 'WARN']"]
+    assert problems({"group": "g", "status": "OK", "lag": -1}, ref, doc) == ["$.lag: -1 < 0"]
+    assert problems({"group": "g", "status": "OK", "tags": ["a", 2]}, ref, doc) == ["$.tags[1]: 2 is not of type string"]
+    assert problems(1, {"pattern": "x"}, doc) == ["$: schema keywords this checker does not know: ['pattern']"]

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import time
 
-import pytest
+from confluent_kafka import Consumer, TopicPartition
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
-
-from protocol.codec import decode_record  # noqa: E402
-from protocol.partitioner import partition_for  # noqa: E402
-from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
-from streaming.model.describe import describe  # noqa: E402
-from streaming.model.shard import CoordinatorModel  # noqa: E402
-from streaming.simulator import Simulation, project  # noqa: E402
-from streaming.simulator.kafka_sink import KafkaSink  # noqa: E402
+from protocol.codec import decode_record
+from protocol.partitioner import partition_for
+from streaming.kafka.mock_cluster import MockCluster
+from streaming.model.describe import describe
+from streaming.model.shard import CoordinatorModel
+from streaming.simulator import Simulation, project
+from streaming.simulator.kafka_sink import KafkaSink
 
 
 def _read_all(bootstrap: str, hws: dict[int, int]) -> list:
