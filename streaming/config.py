@@ -33,7 +33,8 @@ class ConfigError(ValueError):
 
 
 def _librdkafka_strings(value: Any) -> Any:
-    """librdkafka takes every setting as a string, and booleans as ``true``/``false`` (YAML gives ``True``)."""
+    """librdkafka and Spark take every setting as a string, and booleans as ``true``/``false`` (YAML gives
+    ``True``), so ``spark.python.worker.reuse: true`` is written as in Spark's own documentation."""
     if isinstance(value, dict):
         return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
     return value
@@ -93,6 +94,12 @@ class SparkSettings(_Section):
     shuffle_partitions: int = Field(4, gt=0, le=10000)
     driver_memory: str = "2g"
     conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _conf_strings(cls, value: Any) -> Any:
+        return _librdkafka_strings(value)
+
     # The driver's JVM maps the classes an earlier run loaded from an archive in ~/.cache/groupscope/jvm (recorded
     # by the first run that stops in order): the session starts ~1 s sooner (streaming.spark.class_archive).
     class_archive: bool = True

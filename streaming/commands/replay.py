@@ -41,6 +41,13 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...]) -> 
             click.echo(f"groupscope replay: {exc}", err=True)
             sys.exit(2)
     wanted = set(groups)
+    seen: set[str] = set()
     for entry in replay_recording(rec, step_config):
+        seen.add(entry.group)
         if not wanted or entry.group in wanted:
             click.echo(entry.to_json())
+    missing = sorted(wanted - seen)
+    if missing:  # a mistyped name must not read as a group with nothing to report
+        click.echo(f"groupscope replay: no group {', '.join(missing)} in this recording; its groups: "
+                   f"{', '.join(sorted(seen)) or 'none'}", err=True)
+        sys.exit(2)

@@ -153,6 +153,10 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
     job = GroupscopeJob(settings)
     try:
         job.start()
+    except KeyboardInterrupt:  # Ctrl-C while waiting for Kafka or Spark to start: stop, as later, in one line
+        logging.getLogger("groupscope.run").info("interrupted while starting; stopping")
+        job.stop()
+        sys.exit(130)
     except OSError as exc:
         import errno
 

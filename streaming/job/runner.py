@@ -307,6 +307,9 @@ class GroupscopeJob:
     # ---- lifecycle --------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        from streaming.spark.jvm_output import STOPPING
+
+        STOPPING.clear()
         self._started_at = time.monotonic()
         try:
             self._start_services()
@@ -344,7 +347,7 @@ class GroupscopeJob:
                  ", ".join(run.settings.delta.path for run in self.clusters))
         if self.install_signal_handlers and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: self.stop_requested.set())
+                signal.signal(sig, lambda *_: self.request_stop())
 
     def _prepare(self, run: ClusterRun) -> None:
         feed = self.metrics.clusters[run.name].apply if self.metrics is not None else None
@@ -428,6 +431,9 @@ class GroupscopeJob:
             raise self.failure from None
 
     def request_stop(self) -> None:
+        from streaming.spark.jvm_output import STOPPING
+
+        STOPPING.set()  # what the JVM says of its workers ending with a group-wide signal is the stop: debug
         self.stop_requested.set()
 
     def stop(self, timeout_s: float = 60.0) -> None:
@@ -437,6 +443,9 @@ class GroupscopeJob:
         batch running" may never be seen for long: waiting for it could use the whole deadline. Instead the batch
         that was in flight when the stop began is waited for (its id reaches the progress report once its output
         and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
+        from streaming.spark.jvm_output import STOPPING
+
+        STOPPING.set()
         deadline = time.monotonic() + timeout_s
         if self.jvm_exit_status() is not None:  # nothing to stop there, and every call into it would fail
             for run in self.clusters:

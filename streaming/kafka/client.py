@@ -25,6 +25,7 @@ __all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "Reachability", "con
 
 LIBRDKAFKA_LOGGER = "groupscope.librdkafka"
 _CONNECT_FAILED = re.compile(r"Connect to \S+ failed: (?P<reason>[^(]+?)\s*(\(after|$)")
+_RESOLVE_FAILED = re.compile(r"Failed to resolve '(?P<host>[^']+)': (?P<reason>[^(]+?)\s*(\(after|$)")
 _NUMBERS = re.compile(r"\d+")
 _KAFKA_ERROR = re.compile(r'KafkaError\{[^}]*?str="([^"]*)"\}')  # KafkaError{code=..,val=..,str="what"} -> what
 
@@ -45,11 +46,14 @@ class _Librdkafka(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        failed = _CONNECT_FAILED.search(message)
+        failed = _CONNECT_FAILED.search(message) or _RESOLVE_FAILED.search(message)
         if failed:
+            reason = failed.group("reason").strip()
+            if "host" in failed.groupdict():  # a server name that does not resolve: say which
+                reason = f"cannot resolve {failed.group('host')}: {reason}"
             with self._lock:
                 self.connect_failures += 1
-                self.last_failure_reason = failed.group("reason").strip()
+                self.last_failure_reason = reason
             if not logging.getLogger(LIBRDKAFKA_LOGGER).isEnabledFor(logging.DEBUG):
                 return False  # summarized by groupscope's own line; shown as they come only when debugging
         # rdkafka#producer-3, thread names and counters differ between repeats of the same problem

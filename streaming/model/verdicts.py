@@ -367,9 +367,11 @@ class RebalanceJudge:
             j.storm_gap = max((b - a for a, b in pairwise(j.churn)), default=0)
             j.episode = None
             silent = " or going silent" if j.silenced else ""
-            reason = (f"{len(j.churn)} membership changes in {(ts - j.churn[0]) / 1000:.0f} s; {flaps} were members "
-                      f"leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining or the same member leaving "
-                      f"or restarting again")
+            # Several members can leave in one rebalance: the flaps are counted on their own, not as a share of
+            # the rebalances.
+            reason = (f"{len(j.churn)} rebalances changing membership in {(ts - j.churn[0]) / 1000:.0f} s; "
+                      f"{flaps} flaps (a member leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining, "
+                      f"or the same member leaving or restarting again)")
             self._count(j, "storm", reason, ts)
             out.append(ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
                                          reason=reason))

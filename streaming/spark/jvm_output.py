@@ -17,9 +17,12 @@ import re
 import select
 import threading
 
-__all__ = ["JVM_LOGGER", "JvmOutput", "is_noise"]
+__all__ = ["JVM_LOGGER", "JvmOutput", "STOPPING", "is_noise"]
 
 JVM_LOGGER = "groupscope.jvm"
+# Set once the job is stopping: a stop signal sent to the whole process group also ends Spark's Python workers,
+# and the JVM then reports failed tasks and a terminated query. That is the stop, not news: kept at debug.
+STOPPING = threading.Event()
 _NOISE = (
     "WARNING: Using incubator modules:",
     'Setting default log level to "',
@@ -94,6 +97,8 @@ class JvmOutput:
         if first.startswith("Traceback") and more and not more[-1][:1].isspace():
             first, more = more[-1], event[:-1]  # a bare Python traceback: its last line says what was raised
         level = logging.ERROR if re.search(r"\b(ERROR|FATAL)\b", first) else logging.WARNING
+        if STOPPING.is_set():
+            level = logging.DEBUG
         if not more:
             self.logger.log(level, "%s", first)
         elif self.logger.isEnabledFor(logging.DEBUG):

@@ -7,7 +7,7 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Mapping
+from typing import Callable, Mapping
 
 __all__ = ["build_session", "recording_class_archive", "stop_session", "DEFAULT_CONF"]
 
@@ -139,9 +139,11 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
         from streaming.spark.import_path import site_dir
 
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site_dir(), saved_pythonpath) if p)
+    restore_popen = _jvm_ignores_sigterm()
     try:
         spark = builder.getOrCreate()
     finally:
+        restore_popen()
         if saved_pythonpath is None:
             os.environ.pop("PYTHONPATH", None)
         else:
@@ -159,6 +161,45 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
 
 
 _archives: dict[int, object] = {}  # SparkContext id -> the ClassArchive its JVM was started with (or None)
+
+
+def _jvm_ignores_sigterm() -> Callable[[], None]:
+    """Starts Spark's JVM with SIGTERM ignored, as PySpark starts it with SIGINT ignored; returns the undo.
+
+    A service manager stops a service with SIGTERM to every process of it (systemd's default, ``kill -- -PGID``,
+    ``timeout``). The JVM then shut itself down under the driver, and stopping the query and the session logged
+    Java stack traces ("Cannot call methods on a stopped SparkContext"). Ignoring SIGTERM from its start, the JVM
+    leaves that signal to the driver, which stops the query and then the session, in order. The JVM still exits
+    when the driver goes (it watches the pipe on its stdin), and SIGKILL still kills it with the rest of the
+    group. Only the launch's child changes: a SIGTERM to the driver meanwhile is handled as always. The Python
+    processes the JVM starts in local mode put SIGTERM back to its default (``worker_site``): Spark stops them
+    with it, and a signal to the whole group still ends them (what the JVM reports of that while the job stops is
+    kept at debug: :data:`streaming.spark.jvm_output.STOPPING`)."""
+    import subprocess
+
+    from pyspark import java_gateway
+
+    launch = java_gateway.Popen
+    if launch is not subprocess.Popen:  # already wrapped (a nested start): leave it
+        return lambda: None
+
+    def popen(*args, **kwargs):
+        inner = kwargs.get("preexec_fn")
+
+        def preexec() -> None:  # in the child, between fork and exec
+            if inner is not None:
+                inner()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        kwargs["preexec_fn"] = preexec
+        return launch(*args, **kwargs)
+
+    java_gateway.Popen = popen  # type: ignore[assignment, misc]
+
+    def restore() -> None:
+        java_gateway.Popen = launch  # type: ignore[misc]
+
+    return restore
 
 
 def _gateway_running() -> bool:

@@ -306,7 +306,7 @@ def test_consumer_protocol_members_killed_young_under_new_names_are_a_storm_whil
     _killed_crash_loop(g, 40.0, 15)
     assert g.verdicts()[:2] == [("formation", 20.0), ("storm", 68.0)], g.verdicts()
     storm = next(e for e in g.events if e.verdict == "storm")
-    assert "going silent" in storm.reason and "; 2 were members" in storm.reason, storm.reason
+    assert "going silent" in storm.reason and "; 2 flaps (" in storm.reason, storm.reason
     j = g.judge.groups["g"]
     assert not j.silenced  # every silent member has left since: each flap moved to the departures
     assert [f for _, _, f in j.departures] == [True] * 15  # one flap per killed member, not two

@@ -248,3 +248,70 @@ def test_a_bare_python_traceback_is_named_by_its_exception(keep):
                         "    serve()\nConnectionResetError: [Errno 104] Connection reset by peer\n", logger)
     assert lines.messages() == ["ConnectionResetError: [Errno 104] Connection reset by peer (3 more lines of trace; "
                                 "--log-level debug shows them)"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_stop_signal_to_the_whole_process_group_is_a_quiet_stop(tmp_path):
+    """A service manager stops a service with SIGTERM to every process of it (systemd's default, ``kill -- -PGID``),
+    Spark's JVM included. The JVM leaves that signal to the driver, which stops the query after its batch and then
+    Spark: exit 0, and not one warning, error or stack trace in the log (before, the JVM shut itself down under the
+    job and stopping it logged Java traces)."""
+    import signal
+    import urllib.request
+
+    from streaming.kafka.mock_cluster import MockCluster
+
+    broker = MockCluster(1)
+    broker.create_topics([("__consumer_offsets", 50), ("groupscope-heartbeat", 1)])
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--bootstrap",
+                             broker.bootstrap_servers, "--metrics-port", str(port), "--delta-path",
+                             str(tmp_path / "delta"), "--checkpoint", str(tmp_path / "cp")], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=2).status == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()[0]
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    assert proc.returncode == 0, out
+    assert "caught up" in out, out
+    noisy = [line for line in out.splitlines() if re.search(r" (WARNING|ERROR) |Traceback|Exception", line)]
+    assert noisy == [], out
+
+
+def test_ctrl_c_while_waiting_for_kafka_at_start_is_one_line_and_status_130(tmp_path):
+    """Ctrl-C before the job has started (here: while it waits for an unreachable broker) stops it like Ctrl-C
+    later does: no "Aborted!", no traceback, the status a shell gives an interrupted command."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--bootstrap", "127.0.0.1:1",
+                             "--metrics-port", "0", "--delta-path", str(tmp_path / "delta"), "--checkpoint",
+                             str(tmp_path / "cp")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (tmp_path / "delta").exists():
+        time.sleep(0.1)  # the run has read its settings and is starting
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "Aborted" not in out and "Traceback" not in out, out
+    assert out.splitlines()[-1].endswith("interrupted while starting; stopping"), out

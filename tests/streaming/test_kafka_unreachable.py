@@ -40,6 +40,16 @@ def test_heartbeat_against_an_unreachable_broker_says_so_in_one_line(tmp_path, a
     assert elapsed < 12, elapsed
 
 
+def test_a_server_name_that_does_not_resolve_is_named_in_one_line(tmp_path):
+    """``.invalid`` never resolves (RFC 6761): librdkafka's raw FAIL line stays out, groupscope's says why."""
+    proc, _ = _run("heartbeat", "--once", "--bootstrap", "kafka.invalid:9092", tmp_path=tmp_path)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert proc.returncode == 1
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("groupscope heartbeat: cannot reach Kafka at kafka.invalid:9092: cannot resolve "
+                               "kafka.invalid:9092: "), lines
+
+
 def test_librdkafka_lines_are_deduplicated_and_rate_limited():
     import logging
 

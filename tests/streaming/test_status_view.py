@@ -177,7 +177,7 @@ def _compact_rows() -> list[dict]:
     return [
         {**row("stopped", "STOP", 1500, status_reason=LONG_WHY), "lag_seconds": 126.7, "lag_seconds_lower_bound": True,
          "state": "EMPTY", "members": 0},
-        {**row("storm", "OK", 65, storm_active=True, verdict="storm", verdict_reason="4 membership changes in 24 s")},
+        {**row("storm", "OK", 65, storm_active=True, verdict="storm", verdict_reason="4 rebalances changing membership in 24 s")},
         {**row("a-consumer-group-with-a-long-name", "OK", 12_345_678, verdict="rolling_restart",
                verdict_reason="3 of 3 members restarted one at a time in 22 s, size back to 3"),
          "state": "RECONCILING"},

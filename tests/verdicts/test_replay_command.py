@@ -41,3 +41,10 @@ def test_a_folder_that_is_not_a_recording_is_one_line(tmp_path):
     (tmp_path / "records.jsonl").write_text("not json\n")
     result = CliRunner().invoke(cli, ["replay", str(tmp_path)])
     assert result.exit_code == 2 and "records.jsonl:1" in result.output and "Traceback" not in result.output
+
+
+def test_a_group_not_in_the_recording_is_one_line_naming_the_groups_there():
+    path = captures_dir() / "conformance" / "verdicts" / "rewind"
+    result = CliRunner().invoke(cli, ["replay", str(path), "--group", "rw-gg"])
+    assert result.exit_code == 2
+    assert result.output == "groupscope replay: no group rw-gg in this recording; its groups: rw-ctl, rw-g\n"

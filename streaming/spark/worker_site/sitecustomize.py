@@ -9,7 +9,13 @@ error here would only print a warning in every Spark worker's output.
 def _run() -> None:
     import importlib
     import os
+    import signal
     import sys
+
+    # The driver starts the JVM with SIGTERM ignored (streaming.spark.session), and processes inherit that; Spark
+    # stops its Python processes with SIGTERM, so they take the default back.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     here = os.path.dirname(os.path.abspath(__file__))
     try:
