@@ -307,9 +307,6 @@ class GroupscopeJob:
     # ---- lifecycle --------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        from streaming.spark.jvm_output import STOPPING
-
-        STOPPING.clear()
         self._started_at = time.monotonic()
         try:
             self._start_services()
@@ -431,9 +428,9 @@ class GroupscopeJob:
             raise self.failure from None
 
     def request_stop(self) -> None:
-        from streaming.spark.jvm_output import STOPPING
+        from streaming.spark.session import mark_stopping
 
-        STOPPING.set()  # what the JVM says of its workers ending with a group-wide signal is the stop: debug
+        mark_stopping(self.spark)  # what the JVM says of its workers ending with a group-wide signal is the stop
         self.stop_requested.set()
 
     def stop(self, timeout_s: float = 60.0) -> None:
@@ -443,9 +440,9 @@ class GroupscopeJob:
         batch running" may never be seen for long: waiting for it could use the whole deadline. Instead the batch
         that was in flight when the stop began is waited for (its id reaches the progress report once its output
         and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
-        from streaming.spark.jvm_output import STOPPING
+        from streaming.spark.session import mark_stopping
 
-        STOPPING.set()
+        mark_stopping(self.spark)
         deadline = time.monotonic() + timeout_s
         if self.jvm_exit_status() is not None:  # nothing to stop there, and every call into it would fail
             for run in self.clusters:

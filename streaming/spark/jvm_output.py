@@ -17,12 +17,9 @@ import re
 import select
 import threading
 
-__all__ = ["JVM_LOGGER", "JvmOutput", "STOPPING", "is_noise"]
+__all__ = ["JVM_LOGGER", "JvmOutput", "is_noise"]
 
 JVM_LOGGER = "groupscope.jvm"
-# Set once the job is stopping: a stop signal sent to the whole process group also ends Spark's Python workers,
-# and the JVM then reports failed tasks and a terminated query. That is the stop, not news: kept at debug.
-STOPPING = threading.Event()
 _NOISE = (
     "WARNING: Using incubator modules:",
     'Setting default log level to "',
@@ -45,6 +42,9 @@ class JvmOutput:
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self.logger = logger or logging.getLogger(JVM_LOGGER)
+        # Set once the job is stopping: a stop signal sent to the whole process group also ends Spark's Python
+        # workers, and the JVM then reports failed tasks and a terminated query. That is the stop, not news: debug.
+        self.stopping = threading.Event()
         self._read_fd, self.write_fd = os.pipe()
         self._thread = threading.Thread(target=self._run, name="groupscope-jvm-output", daemon=True)
 
@@ -97,7 +97,7 @@ class JvmOutput:
         if first.startswith("Traceback") and more and not more[-1][:1].isspace():
             first, more = more[-1], event[:-1]  # a bare Python traceback: its last line says what was raised
         level = logging.ERROR if re.search(r"\b(ERROR|FATAL)\b", first) else logging.WARNING
-        if STOPPING.is_set():
+        if self.stopping.is_set():
             level = logging.DEBUG
         if not more:
             self.logger.log(level, "%s", first)

@@ -157,10 +157,23 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
             signal.signal(signal.SIGINT, previous)
     spark.sparkContext.setLogLevel("ERROR")
     _archives[id(spark.sparkContext)] = archive
+    if output is not None:
+        _outputs[id(spark.sparkContext)] = output
+    for earlier in _outputs.values():  # a session in a JVM that an earlier one started: its output is news again
+        earlier.stopping.clear()  # type: ignore[attr-defined]
     return spark
 
 
 _archives: dict[int, object] = {}  # SparkContext id -> the ClassArchive its JVM was started with (or None)
+_outputs: dict[int, object] = {}  # SparkContext id -> the JvmOutput its JVM's stderr goes through
+
+
+def mark_stopping(spark) -> None:
+    """The job is stopping: what this session's JVM says of its own end is kept at debug from now on
+    (:class:`streaming.spark.jvm_output.JvmOutput`). Cheap enough for a signal handler."""
+    output = _outputs.get(id(spark.sparkContext)) if spark is not None else None
+    if output is not None:
+        output.stopping.set()  # type: ignore[attr-defined]
 
 
 def _jvm_ignores_sigterm() -> Callable[[], None]:
@@ -174,7 +187,7 @@ def _jvm_ignores_sigterm() -> Callable[[], None]:
     group. Only the launch's child changes: a SIGTERM to the driver meanwhile is handled as always. The Python
     processes the JVM starts in local mode put SIGTERM back to its default (``worker_site``): Spark stops them
     with it, and a signal to the whole group still ends them (what the JVM reports of that while the job stops is
-    kept at debug: :data:`streaming.spark.jvm_output.STOPPING`)."""
+    kept at debug: :func:`mark_stopping`)."""
     import subprocess
 
     from pyspark import java_gateway
