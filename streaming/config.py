@@ -32,7 +32,7 @@ class ConfigError(ValueError):
         super().__init__("; ".join(lines))
 
 
-def _librdkafka_strings(value: Any) -> Any:
+def _setting_strings(value: Any) -> Any:
     """librdkafka and Spark take every setting as a string, and booleans as ``true``/``false`` (YAML gives
     ``True``), so ``spark.python.worker.reuse: true`` is written as in Spark's own documentation."""
     if isinstance(value, dict):
@@ -98,7 +98,7 @@ class SparkSettings(_Section):
     @field_validator("conf", mode="before")
     @classmethod
     def _conf_strings(cls, value: Any) -> Any:
-        return _librdkafka_strings(value)
+        return _setting_strings(value)
 
     # The driver's JVM maps the classes an earlier run loaded from an archive in ~/.cache/groupscope/jvm (recorded
     # by the first run that stops in order): the session starts ~1 s sooner (streaming.spark.class_archive).
@@ -209,7 +209,7 @@ class ClusterSettings(_Section):
     @field_validator("kafka", mode="before")
     @classmethod
     def _kafka_strings(cls, value: Any) -> Any:
-        return _librdkafka_strings(value)
+        return _setting_strings(value)
 
     @field_validator("kafka")
     @classmethod
@@ -283,7 +283,7 @@ class Settings(BaseSettings):
     @field_validator("kafka", mode="before")
     @classmethod
     def _kafka_strings(cls, value: Any) -> Any:
-        return _librdkafka_strings(value)
+        return _setting_strings(value)
 
     @model_validator(mode="after")
     def _bootstrap(self) -> Settings:

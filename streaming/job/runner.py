@@ -440,9 +440,7 @@ class GroupscopeJob:
         batch running" may never be seen for long: waiting for it could use the whole deadline. Instead the batch
         that was in flight when the stop began is waited for (its id reaches the progress report once its output
         and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
-        from streaming.spark.session import mark_stopping
-
-        mark_stopping(self.spark)
+        self.request_stop()
         deadline = time.monotonic() + timeout_s
         if self.jvm_exit_status() is not None:  # nothing to stop there, and every call into it would fail
             for run in self.clusters:

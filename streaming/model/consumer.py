@@ -94,18 +94,14 @@ class ConsumerMember:
         self.seen_ms = max(self.seen_ms, timestamp)
         self.missed_bump_ms = None
 
-    def silent_since(self, now_ms: int, silent_after_ms: int) -> int | None:
-        """When the member stopped following the group, if it has: the first epoch bump it has not followed for
-        ``silent_after_ms``. A consumer-protocol member follows every bump at its next heartbeat (its epoch
+    def missed_bump(self) -> int | None:
+        """The first epoch bump the member has not followed, where following it needs no application (None: it
+        followed every one). A consumer-protocol member follows every bump at its next heartbeat (its epoch
         advances, or it is told to revoke: either way a record), whether or not the application polls; only a
         member waiting for its application to revoke partitions (UNREVOKED_PARTITIONS) may rightly stay silent,
-        and a member that joined with the classic protocol rejoins from the application's poll. A silent member
-        has stopped heartbeating: killed, crashed, or cut off, and gone once its session expires."""
-        since = self.missed_bump()
-        return since if since is not None and now_ms - since >= silent_after_ms else None
-
-    def missed_bump(self) -> int | None:
-        """The first epoch bump the member has not followed, where following it needs no application."""
+        and a member that joined with the classic protocol rejoins from the application's poll. Silent for
+        ``silent_after_ms`` after such a bump, a member has stopped heartbeating: killed, crashed, or cut off, and
+        gone once its session expires."""
         if self.state == int(MemberState.UNREVOKED_PARTITIONS) or self.classic_session_timeout is not None:
             return None
         return self.missed_bump_ms
@@ -360,11 +356,11 @@ class ConsumerGroup:
             rebalance = ev.Rebalance(self.group_id, offset, timestamp, GroupType.CONSUMER, epoch, old_epoch, causes,
                                      len(self.epoch_views), len(views), moved, stayed, since, joined, left)
             out.append(rebalance)
-            silent_after = judge.config.silent_after_ms
-            silent = {k: since for k in self.epoch_views if (m := self.members.get(k)) is not None
-                      and (since := m.silent_since(timestamp, silent_after)) is not None}
-            silent.update((k, since) for k, since in self.departed_silent.items()
-                          if k in self.epoch_views and timestamp - since >= silent_after)
+            # The epoch's members that stopped following the group, still here or removed by this bump.
+            missed = {k: m.missed_bump() if (m := self.members.get(k)) is not None else self.departed_silent.get(k)
+                      for k in self.epoch_views}
+            silent = {k: since for k, since in missed.items()
+                      if since is not None and timestamp - since >= judge.config.silent_after_ms}
             out.extend(judge.observe(rebalance, {k: v.identity for k, v in self.epoch_views.items()},
                                      {k: v.identity for k, v in views.items()}, silent))
             self.epoch_ts = timestamp

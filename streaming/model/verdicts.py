@@ -220,7 +220,7 @@ class RebalanceJudge:
     def observe(self, rebalance: ev.Rebalance, before: Mapping[str, str], after: Mapping[str, str],
                 silent: Mapping[str, int] | None = None) -> list[ev.Event]:
         """Judges one rebalance; ``before``/``after`` map member ids to identities. ``silent`` maps members of
-        ``before`` that have stopped heartbeating (consumer protocol: see ``ConsumerMember.silent_since``) to the
+        ``before`` that have stopped heartbeating (consumer protocol: see ``ConsumerMember.missed_bump``) to the
         first epoch bump each did not follow. Returns verdict events."""
         cfg = self.config
         gid, ts, offset = rebalance.group_id, rebalance.timestamp, rebalance.offset
@@ -298,7 +298,7 @@ class RebalanceJudge:
                 flaps_now += _mark_flaps(j.departures, ident)
             if mid in silenced:
                 # Counted when it went silent: its departure is that flap, moved from one window to the other.
-                j.silenced = deque(e for e in j.silenced if e[1] != mid)
+                j.silenced.remove(next(e for e in j.silenced if e[1] == mid))
                 j.departures.append((ts, ident, True))
             else:
                 flap = short or again

@@ -1,4 +1,4 @@
-"""Consumer-protocol members that stop heartbeating, told from the log alone (``ConsumerMember.silent_since``),
+"""Consumer-protocol members that stop heartbeating, told from the log alone (``ConsumerMember.missed_bump``),
 checked against what the clients of a real Kafka 4.0 recording did: the members found silent must be exactly the
 processes that were SIGKILLed, never one that closed cleanly or stayed, and a live member must follow every epoch
 bump well within the silence threshold."""
