@@ -22,14 +22,14 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   that **goes silent** (follows no epoch bump for ``silent_after_ms``: it stopped heartbeating) within
   ``flap_lifetime_ms`` of joining flapped too, counted when the silence is certain rather than when its session
   expires.
-* a **shared** identity is one that two members have held side by side for longer than ``restart_wait_ms`` (no
+* a **shared** identity is one that two members have held side by side for longer than ``ghost_wait_ms`` (no
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
 * an **episode** is a run of churn rebalances, each less than ``settle_ms`` after the previous one. It is over
   once the group has been quiet for ``settle_ms`` -- or for ``return_wait_ms`` while the group is smaller than
   when the episode began, so a member being rescheduled (a pod or a JVM taking a minute or two to start) can come
-  back first, or for ``restart_wait_ms`` while a new instance has joined beside a present one of its name (a
-  restart if that one expires, an addition if not).
+  back first, or for ``ghost_wait_ms`` while a new instance has joined beside a present one of its name (a
+  restart if that one expires, an addition if not). A formation episode ends at its first departure.
 
 The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
 
@@ -40,10 +40,12 @@ storm              ≥ ``storm_rebalances`` churn rebalances and ≥ ``storm_fla
 storm_ended        an active storm and no churn rebalance for ``storm_quiet_ms`` (or twice the storm's      on time
                    longest quiet between churn rebalances, if longer)
 rolling_restart    the group never emptied; only members present at the episode's start left, at most     when every
-                   ``max(1, size // 4)`` per rebalance, each replaced, no flap; ≥ 2 left (or all of them)  member is
-                                                                                                           back, or at
-                                                                                                           settle
-formation          the episode started from an empty (or new) group and nobody left                        at settle
+                   ``max(1, size // 4)`` per rebalance, each replaced, no flap (but one member leaving     member is
+                   young once, whose new instance stays); ≥ 2 left (or all of them); or every member has  back, or at
+                   a new instance beside its ghost or in its place, not all started together               settle
+formation          the episode started from an empty (or new) group and nobody left                        at settle,
+                                                                                                           or first
+                                                                                                           departure
 scale_out          members only joined, and no present member of the same name expired (no restarts); or  at settle
                    members left and joined and the group grew
 scale_in           members only left; or members left and joined and the group shrank                     at settle
@@ -102,6 +104,14 @@ class RebalanceConfig:
     silent_after_ms: int = 20_000  # a consumer-protocol member that has not followed an epoch bump for this long
     # has stopped heartbeating (live ones follow within a heartbeat interval: 5 s by default, at most 15 s)
 
+    @property
+    def ghost_wait_ms(self) -> int:
+        """How long a killed member can stay in the group beside its new instance: twice the restart wait. In a
+        classic group a member that had rejoined the join phase before it died is carried into the generation
+        and gets a new session from there, and the generation that shows it gone also waits for any member
+        killed before it rejoined -- up to two sessions after the restart."""
+        return 2 * self.restart_wait_ms
+
     def __post_init__(self) -> None:
         if self.storm_rebalances < 2 or self.storm_flaps < 1 or self.identity_flap_departures < 2:
             raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
@@ -131,12 +141,18 @@ class _Episode:
     replaced_departures: int = 0  # departures of a ghost whose identity stays with its new instance
     # who left, each as its identity, or as its member id when the identity names several members
     leavers: tuple[str, ...] = ()
+    # identities whose departure was a flap only for being young (the first of that identity in the window): a
+    # deploy soon after a deploy restarts members younger than the flap lifetime, once each
+    young_leavers: tuple[str, ...] = ()
+    join_rounds: int = 0  # rebalances in which someone joined
+    departures_by_first_join: int = -1  # departures up to and with the first rebalance someone joined in
 
     def to_tuple(self) -> tuple:
         return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
                 tuple(sorted(self.baseline)), self.size_now, self.joins, self.departures, self.max_departures,
                 self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
-                self.replaced_departures, self.leavers)
+                self.replaced_departures, self.leavers, self.young_leavers, self.join_rounds,
+                self.departures_by_first_join)
 
     def leaver(self, k: int) -> str | None:
         """Who the ``k``-th departure was (None in a state written before departures were named)."""
@@ -170,6 +186,9 @@ class _GroupJudgement:
     # (time, member id) of members counted as flaps when they went silent young (see ``observe``); their departure
     # when their session expires is the same flap, not another
     silenced: deque = field(default_factory=deque)
+    # members a rolling restart was called over while they were still in the group, each beside its own new
+    # instance: killed instances waiting for their sessions to expire. Their departure completes that restart.
+    ghosts: set = field(default_factory=set)
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -178,7 +197,8 @@ class _GroupJudgement:
                 self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
                  c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
-                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap, tuple(self.silenced))
+                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap, tuple(self.silenced),
+                tuple(sorted(self.ghosts)))
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
@@ -193,6 +213,8 @@ class _GroupJudgement:
             j.storm_gap = t[13]
         if len(t) > 14:
             j.silenced = deque(t[14])
+        if len(t) > 15:
+            j.ghosts = set(t[15])
         return j
 
 
@@ -233,6 +255,12 @@ class RebalanceJudge:
         rejoined_static = ev.RebalanceCause.STATIC_MEMBER_REJOINED in rebalance.causes
         if not joined and not left and not rejoined_static:
             return out  # same members: metadata, subscription or cooperative follow-up; never churn
+        if left and not joined and j.ghosts.issuperset(left):
+            # The killed instances of a rolling restart already reported, expiring: its end, not new churn.
+            for mid in left:
+                j.members.pop(mid, None)
+            j.ghosts.difference_update(left)
+            return out
         # Departures, judged against when each member joined.
         holders = Counter(before.values())
         holders_after = Counter(after.values())
@@ -250,7 +278,7 @@ class RebalanceJudge:
         newest_join: dict[str, int] = {}
         for mid, ident in before.items():
             newest_join[ident] = max(newest_join.get(ident, -1), j.members.get(mid, (ts, ""))[0])
-        j.shared.update(i for i, n in holders.items() if n >= 2 and newest_join[i] <= ts - cfg.restart_wait_ms)
+        j.shared.update(i for i, n in holders.items() if n >= 2 and newest_join[i] <= ts - cfg.ghost_wait_ms)
         flaps_now = 0
         outsiders = 0
         replaced = 0
@@ -275,13 +303,25 @@ class RebalanceJudge:
             return ident not in j.shared and holders.get(ident, 0) <= 2 and (distinct > 1 or len(before) <= 2)
 
         ep = j.episode
+        if left and ep is not None and ep.started_empty and ep.departures == 0 and not ep.flaps \
+                and j.storm_since is None:
+            # The group formed and now a member leaves: the formation is over even if it has not been quiet for
+            # the settle time, and what follows is judged against the members it formed with (a deploy that
+            # begins seconds after the group formed is still a rolling restart of those members).
+            out.append(self._verdict(gid, j, "formation", offset, ts, ep))
+            ep = None
         leavers: list[str] = []
+        young: list[str] = []
         # Several members replaced in one rebalance (more than a rolling restart takes at a time, as many or more
         # joining): members killed together, whose successors waited in the pending rebalance until the ghosts'
         # sessions expired (a classic group completes it only then), or a deploy that replaces everyone at once.
         # Members that came in such a replacement and go in the next one within a restart's wait of joining are
         # a crash loop of the whole group, seen one session timeout apart; once is a deploy, or a node lost.
-        wholesale = len(joined) >= len(left) > max(1, len(before) // 4)
+        # Ghosts expiring beside new instances that were already in take no part in it: their replacements came
+        # earlier, one at a time.
+        kept = {after[m] for m in after if m in before}
+        swapped = sum(1 for m in left if before[m] not in kept)
+        wholesale = len(joined) >= swapped > max(1, len(before) // 4)
         for mid in left:
             joined_ms, ident, came_wholesale = j.members.pop(mid, (None, before[mid], False))
             named = informative(ident)
@@ -304,11 +344,17 @@ class RebalanceJudge:
                 flap = short or again
                 j.departures.append((ts, ident, flap))
                 flaps_now += flap
+                if flap and not again and named and repeats == 0 and not (wholesale and came_wholesale):
+                    young.append(ident)
             if ep is not None and mid not in ep.baseline:
                 outsiders += 1
             # A member killed without leaving stays until its session expires, beside its own new instance: its
-            # departure then completes a restart (only telling when the identity belongs to these two alone).
-            if holders.get(ident) == 2 and holders_after.get(ident) == 1 and ident not in j.shared:
+            # departure then completes a restart (only telling when the identity belongs to these two alone). In a
+            # classic group the new instance may still be waiting in the join phase the ghost holds up, and the
+            # two trade places in one generation: a restart too, unless everyone was replaced at once.
+            if ident not in j.shared and holders_after.get(ident) == 1 and (
+                    holders.get(ident) == 2 or (holders.get(ident) == 1 and not wholesale
+                                                and any(after[m] == ident for m in joined))):
                 replaced += 1
         restart_joins = 0
         # Holders present when the episode began: a crash loop piles up young ghosts beside one established
@@ -353,6 +399,11 @@ class RebalanceJudge:
         ep.restart_joins += restart_joins
         ep.replaced_departures += replaced
         ep.leavers += tuple(leavers)
+        ep.young_leavers += tuple(young)
+        if joined:
+            ep.join_rounds += 1
+            if ep.departures_by_first_join < 0:
+                ep.departures_by_first_join = ep.departures
         ep.went_empty = ep.went_empty or (not after and bool(before))
         # Storm: judged again at every churn rebalance.
         flaps = (sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
@@ -377,8 +428,9 @@ class RebalanceJudge:
                                          reason=reason))
             return out
         if j.storm_since is None and ep is not None:
-            done = self._rolling_restart_complete(ep)
-            if done:
+            ghosts = self._restarted_beside_ghosts(ep, j)
+            if ghosts is not None or self._rolling_restart_complete(ep, j):
+                j.ghosts = ghosts or set()
                 out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
         return out
 
@@ -458,8 +510,10 @@ class RebalanceJudge:
         # A smaller group waits for the member that left to come back; a new instance beside a present one of the
         # same name waits for that one to expire (a restart) or to stay (an added member sharing its name).
         quiet = cfg.settle_ms
-        if ep.restart_joins > ep.replaced_departures:
-            quiet = max(quiet, cfg.restart_wait_ms)
+        holders = Counter(ident for _, ident, _ in j.members.values())
+        if ep.restart_joins > ep.replaced_departures and any(
+                n >= 2 and ident not in j.shared for ident, n in holders.items()):
+            quiet = max(quiet, cfg.ghost_wait_ms)
         if ep.size_now < ep.size_before and not ep.went_empty:
             quiet = max(quiet, cfg.return_wait_ms)
         if now_ms < ep.last_ms + quiet:
@@ -468,11 +522,11 @@ class RebalanceJudge:
         at = ep.last_ms + quiet
         verdict = None
         chain = j.chain
-        if ep.flaps:
+        if ep.flaps and not self._only_young_restarts(ep, j):
             verdict = None  # churn that did not reach a storm: the Rebalance events tell it
         elif ep.started_empty and ep.departures == 0:
             verdict = "formation"
-        elif self._rolling_restart_shape(ep) and ep.size_now >= ep.size_before:
+        elif self._rolling_restart_shape(ep, j) and ep.size_now >= ep.size_before:
             if ep.departures >= 2:
                 verdict = "rolling_restart"
             else:
@@ -542,14 +596,58 @@ class RebalanceJudge:
         return self._verdict(gid, j, "rolling_restart", offset, at, ep)
 
     @staticmethod
-    def _rolling_restart_shape(ep: _Episode) -> bool:
-        return (not ep.started_empty and not ep.went_empty and ep.flaps == 0 and ep.outsider_departures == 0
-                and ep.departures > 0 and ep.max_departures <= max(1, ep.size_before // 4)
+    def _only_young_restarts(ep: _Episode, j: _GroupJudgement) -> bool:
+        """Every flap of the episode was a member leaving young for the first time, that left once and whose
+        name is back in the group: restarted once and replaced, which is what a deploy does to members it
+        started shortly before. (They still count towards a storm: two young departures in the window call one,
+        since a crash loop's first round looks the same; this only keeps a single young restart from vetoing
+        the rolling restart it belongs to.)"""
+        if ep.flaps != len(ep.young_leavers):
+            return False
+        present = {ident for _, ident, _ in j.members.values()}
+        return all(ep.leavers.count(i) == 1 and i in present for i in ep.young_leavers)
+
+    def _rolling_restart_shape(self, ep: _Episode, j: _GroupJudgement) -> bool:
+        return (not ep.started_empty and not ep.went_empty and (ep.flaps == 0 or self._only_young_restarts(ep, j))
+                and ep.outsider_departures == 0 and ep.departures > 0
+                and ep.max_departures <= max(1, ep.size_before // 4)
                 and ep.departures <= ep.size_before and ep.joins >= ep.departures)
 
-    def _rolling_restart_complete(self, ep: _Episode) -> bool:
+    @staticmethod
+    def _restarted_beside_ghosts(ep: _Episode, j: _GroupJudgement) -> set[str] | None:
+        """Every member present at the episode's start has a new instance of its name in the group, and each
+        old one has left or is still there beside it: members killed one after another (no LeaveGroup) and
+        started again, while the killed instances wait for their sessions to expire. Returns those still there
+        (the restart's ghosts), or None when the episode is not that.
+
+        Called as soon as the last new instance is in, not a session timeout later when the last ghost expires:
+        in a classic group every new instance waits in a join phase the first ghost holds up, and the
+        generation that admits them all still holds the others (a member that rejoined before it died is kept
+        until its next session runs out). Each name must be one member's (not shared), every new instance must
+        have come one at a time (not a wholesale replacement), nobody may have flapped, and nobody else left."""
+        if (ep.started_empty or ep.went_empty or ep.flaps or ep.outsider_departures or ep.size_before < 2
+                or ep.departures < 1 or ep.joins != ep.size_before):
+            return None
+        if ep.join_rounds == 1 and ep.departures_by_first_join == 0:
+            # Every new instance came in one rebalance while all the old ones were still there: started together,
+            # not one after another (in a classic group restarted one by one, the first one killed is gone
+            # before the join phase that admits the others completes).
+            return None
+        new = [(ident, wholesale) for mid, (joined, ident, wholesale) in j.members.items()
+               if mid not in ep.baseline and joined >= ep.start_ms]
+        ghosts = {mid for mid in j.members if mid in ep.baseline}
+        names = [ident for ident, _ in new]
+        if (len(new) != ep.size_before or any(w for _, w in new) or len(set(names)) != len(names)
+                or any(n in j.shared for n in names)):
+            return None
+        departed = [n for n in ep.leavers]
+        if sorted(departed + [j.members[m][1] for m in ghosts]) != sorted(names):
+            return None
+        return ghosts
+
+    def _rolling_restart_complete(self, ep: _Episode, j: _GroupJudgement) -> bool:
         """Every member present at the start restarted once and the group is back to its size: no need to wait."""
-        return (self._rolling_restart_shape(ep) and ep.departures == ep.size_before and ep.size_before >= 2
+        return (self._rolling_restart_shape(ep, j) and ep.departures == ep.size_before and ep.size_before >= 2
                 and ep.size_now >= ep.size_before)
 
     def _verdict(self, gid: str, j: _GroupJudgement, verdict: str, offset: int, at: int,

@@ -111,7 +111,8 @@ class SimConsumer:
         self._last_ms = sim.sched.now_ms
         self._session = 0  # bumps on every (re)start so stale timers of an old life do nothing
         # member ids of earlier lives that died without leaving -> when the coordinator expires them
-        self.ghosts: dict[str, int] = {}
+        self.ghosts: dict[str, int] = {}  # member id of a dead life -> when its session expires
+        self.deaths: dict[str, int] = {}  # member id of a dead life -> when it died
         # called once per life with the first non-empty assignment (scenarios: "lifetime after first assignment")
         self.on_first_assignment = None
         self._assigned_once = False
@@ -166,6 +167,16 @@ class SimConsumer:
         if member_id == self.member_id and self.alive and self.stalled_until_leave is not None:
             return self.stalled_until_leave
         return None
+
+    def died_at(self, member_id: str) -> int | None:
+        """When the life that held ``member_id`` died without leaving (None: it did not, or it has expired)."""
+        return self.deaths.get(member_id) if member_id in self.ghosts else None
+
+    def reset_session(self, member_id: str, expires_ms: int) -> None:
+        """Classic: a dead member carried into a generation gets a new session from the join's completion."""
+        if member_id in self.ghosts:
+            self.ghosts[member_id] = expires_ms
+            self.sim.sched.at(expires_ms, lambda: self._expire_classic(member_id, expires_ms))
 
     def stall(self) -> None:
         """The application stops calling poll(); the client leaves after ``max.poll.interval.ms``."""
@@ -230,8 +241,9 @@ class SimConsumer:
             else:
                 # The session runs from the last heartbeat (up to one interval before the death).
                 timeout = c.session_timeout_ms - self.rng.randint(0, c.heartbeat_interval_ms)
-                self.ghosts[mid] = self.sim.sched.now_ms + timeout
-                self.sim.sched.after(timeout, lambda: self._expire_classic(mid))
+                expires = self.ghosts[mid] = self.sim.sched.now_ms + timeout
+                self.deaths[mid] = self.sim.sched.now_ms
+                self.sim.sched.at(expires, lambda: self._expire_classic(mid, expires))
         else:
             if graceful:
                 self.coord.consumer_leave(c.group, mid)
@@ -242,8 +254,11 @@ class SimConsumer:
                 self.ghosts[mid] = self.sim.sched.now_ms + timeout
                 self.sim.sched.after(timeout, lambda: self._expire_consumer(mid))
 
-    def _expire_classic(self, member_id: str) -> None:
+    def _expire_classic(self, member_id: str, expires_ms: int) -> None:
+        if self.ghosts.get(member_id) != expires_ms:
+            return  # its session was renewed when a generation carried it (reset_session)
         self.ghosts.pop(member_id, None)
+        self.deaths.pop(member_id, None)
         g = self.coord.groups.get(self.config.group)
         m = None if g is None else g.members.get(member_id)
         if m is not None and m.client is self and (member_id != self.member_id or not self.alive):

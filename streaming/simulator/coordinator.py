@@ -172,6 +172,9 @@ class ClassicMemberSim:
     client: object = None  # the simulated client, notified of assignments
     subscription: bytes = b""
     assignment_blob: bytes = b""
+    # when it (re)joined the current join phase: a new member at its JoinGroup, a known one at the heartbeat after
+    # the rebalance began. A member that died after rejoining is carried into the generation (see _complete_join).
+    rejoin_at: int = 0
 
 
 @dataclass(slots=True)
@@ -460,7 +463,8 @@ class Coordinator:
                 return self._replace_static_member(g, old, client)
         member_id = librdkafka_member_id(instance_id or client_id, self.rng)
         g.members[member_id] = ClassicMemberSim(member_id, client_id, instance_id, host, session_timeout,
-                                                rebalance_timeout, tuple(sorted(topics)), client=client)
+                                                rebalance_timeout, tuple(sorted(topics)), client=client,
+                                                rejoin_at=now)
         self._prepare_rebalance(g)
         return member_id
 
@@ -499,9 +503,12 @@ class Coordinator:
                 # recording: generation N+1 with no members within ~0.1 s of the last clean close).
                 self._schedule_join_completion(g, now)
                 return
-            # Members learn of the rebalance from their next heartbeat and rejoin.
-            hb = max((getattr(m.client, "heartbeat_interval_ms", 3000) for m in g.members.values()), default=3000)
-            self._schedule_join_completion(g, now + self.rng.randint(hb // 4, hb) + 5)
+            # Members learn of the rebalance from their next heartbeat and rejoin; the phase can complete once
+            # the last of them has.
+            for m in g.members.values():
+                hb = getattr(m.client, "heartbeat_interval_ms", 3000)
+                m.rejoin_at = now + self.rng.randint(hb // 4, hb)
+            self._schedule_join_completion(g, max(m.rejoin_at for m in g.members.values()) + 5)
         elif g.state == "EMPTY":
             g.state = "PREPARING_REBALANCE"
             g.rebalance_started = now
@@ -523,8 +530,13 @@ class Coordinator:
         # client leaves on max.poll.interval.ms, a ghost (killed or crashed without LeaveGroup) until its session
         # expires. Real: storm_crashloop's rebalances came every ~14 s, each waiting for a SIGKILLed member's 10 s
         # session timeout (broker log: 16 members removed on session expiry).
+        # A member that rejoined before it died is not waited for: it counts as joined (a member awaiting a join
+        # satisfies its heartbeats), so the generation is written with it, and its session runs from then on
+        # (ClassicGroupMember.hasSatisfiedHeartbeat; real: storm_crashloop generation 3 holds sc-m1-r02, killed
+        # 8 s before it, after it had rejoined).
         now = self.sched.now_ms
-        blocked = [t for t in (_cannot_rejoin_until(m) for m in g.members.values()) if t is not None and t >= now]
+        blocked = [t for t in (_cannot_rejoin_until(m) for m in g.members.values()
+                               if not _rejoined_then_died(m)) if t is not None and t >= now]
         if blocked:
             g.join_deadline = None
             self._schedule_join_completion(g, min(blocked) + 1)
@@ -542,9 +554,15 @@ class Coordinator:
             return
         g.state = "COMPLETING_REBALANCE"
         g.protocol_type = "consumer"
+        for m in g.members.values():
+            if _rejoined_then_died(m):
+                m.client.reset_session(m.member_id, now + m.session_timeout)
         g.protocol = g.strategy
-        if g.leader not in g.members:
-            g.leader = next(iter(g.members))
+        if g.leader is None:
+            g.leader = next(iter(g.members))  # the first member added to an empty group leads
+        elif g.leader not in g.members:
+            # A leader that left is succeeded by the first member in the broker's member-map order.
+            g.leader = java_hashmap_order(g.members)[0]
         # The leader's SyncGroup arrives a few ms later (assignment computed client side).
         gen_now = g.generation
         self.sched.after(self.rng.randint(2, 15), lambda: self._sync(g, gen_now))
@@ -552,6 +570,12 @@ class Coordinator:
     def _sync(self, g: ClassicGroupSim, gen: int) -> None:
         if self.groups.get(g.group_id) is not g or g.state != "COMPLETING_REBALANCE" or g.generation != gen:
             return  # a join arrived meanwhile: the sync for this generation failed
+        leader = g.members.get(g.leader)
+        if leader is not None and _rejoined_then_died(leader):
+            # A dead leader sends no assignment: the generation stabilised but is never written, and the group
+            # waits in CompletingRebalance until the dead members' sessions expire (real: storm_crashloop's
+            # generations 7 and 8, in the broker's log but not in __consumer_offsets).
+            return
         strategy = g.strategy
         subs = {mid: m.topics for mid, m in g.members.items()}
         counts = {t: self.topics[t].partitions for m in g.members.values() for t in m.topics if t in self.topics}
@@ -821,6 +845,12 @@ def _server_assign(assignor: str, subs: Mapping[str, tuple[str, ...]], counts: M
             best = min(eligible, key=lambda m: (len(out[m]), m))
             out[best].add(tp)
     return {m: frozenset(v) for m, v in out.items()}
+
+
+def _rejoined_then_died(m: ClassicMemberSim) -> bool:
+    """The member's process died (no LeaveGroup) after it had rejoined the current join phase."""
+    died = getattr(m.client, "died_at", lambda _mid: None)(m.member_id)
+    return died is not None and died >= m.rejoin_at
 
 
 def _cannot_rejoin_until(m: ClassicMemberSim) -> int | None:
