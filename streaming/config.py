@@ -5,11 +5,14 @@ double underscore (``GROUPSCOPE_METRICS__PORT=9400``); a few common ones have sh
 (``GROUPSCOPE_KAFKA_BOOTSTRAP``, ``GROUPSCOPE_METRICS_PORT``, ``GROUPSCOPE_DELTA_PATH``). The ``kafka`` section is
 passed to librdkafka verbatim (security, SASL, SSL...), and is redacted wherever the configuration is shown.
 
-Validation reports every bad setting as one line (:func:`format_errors`), never a traceback.
+Validation reports every bad setting as one line (:func:`format_errors`), never a traceback, naming the
+environment variable when the value came from one. A ``GROUPSCOPE_*`` variable that names no setting is an error
+too: a misspelt section would otherwise be ignored without a word, and the job would run on defaults.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
@@ -353,6 +356,43 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# GROUPSCOPE_* variables read by other parts of the product (the demo's folder, Grafana's data source, the
+# test suite's extra recordings), not settings.
+_NOT_SETTINGS = frozenset({"GROUPSCOPE_DEMO_DIR", "GROUPSCOPE_PROMETHEUS_URL", "GROUPSCOPE_VERDICT_RECORDINGS"})
+
+
+def _environment_variable(loc: tuple, environ: Any = None) -> str | None:
+    """The ``GROUPSCOPE_*`` variable that set the setting at ``loc``, if one did (names are case-insensitive)."""
+    environ = os.environ if environ is None else environ
+    present = {k.upper(): k for k in environ if k.upper().startswith("GROUPSCOPE_")}
+    nested = "GROUPSCOPE_" + "__".join(str(p).upper() for p in loc)
+    if nested in present:
+        return present[nested]
+    for alias, (section, key) in _AliasEnv.ALIASES.items():
+        if alias in present and tuple(loc[:2]) == ((section, key) if key else (section,)):
+            return present[alias]
+    return None
+
+
+def unknown_environment(environ: Any = None) -> list[str]:
+    """One line per ``GROUPSCOPE_*`` variable that names no setting, with the nearest section it may mean."""
+    environ = os.environ if environ is None else environ
+    sections = sorted(Settings.model_fields)
+    lines = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith("GROUPSCOPE_") or upper in _NOT_SETTINGS or upper in _AliasEnv.ALIASES:
+            continue
+        section = upper.removeprefix("GROUPSCOPE_").split("__", 1)[0].lower()
+        if section in sections:
+            continue
+        near = difflib.get_close_matches(section, sections, n=1)
+        hint = f" (did you mean GROUPSCOPE_{near[0].upper()}{upper[len('GROUPSCOPE_') + len(section):]}?)" \
+            if near else f" (sections: {', '.join(sections)})"
+        lines.append(f"environment: {name}: no setting {section!r}{hint}")
+    return lines
+
+
 def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
     lines = []
     for err in exc.errors():
@@ -362,13 +402,17 @@ def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
             where, msg = msg.split(": ", 1)
         if err["type"] == "extra_forbidden":
             msg = "unknown setting"
-        lines.append(f"{origin}: {where}: {msg}")
+        variable = _environment_variable(tuple(err["loc"])) if origin != "flag" else None
+        lines.append(f"environment: {variable}: {where}: {msg}" if variable else f"{origin}: {where}: {msg}")
     return lines
 
 
 def load_settings(path: str | None = None, overrides: dict[str, Any] | None = None) -> Settings:
     """Reads the file (if any), the environment and ``overrides`` (from flags). Raises :class:`ConfigError`."""
     global _FILE_VALUES
+    unknown = unknown_environment()
+    if unknown:
+        raise ConfigError(unknown)
     file_values: dict[str, Any] = {}
     if path:
         try:

@@ -38,6 +38,11 @@ class ClusterFeed:
         status = emitter.status
         return None if status.ticks == 0 and status.failures == 0 else status.kafka_up
 
+    def heartbeat_problem(self) -> str | None:
+        """Why the heartbeat emitter cannot emit although Kafka answers (its topic missing), for ``/ready``."""
+        emitter = self.emitter() if self.emitter is not None else None
+        return getattr(emitter, "topic_problem", None)
+
     def apply(self, result: BatchResult) -> None:
         now = time.time()
         batch_seconds = self.status.batch_duration_s or result.seconds
@@ -76,6 +81,7 @@ class MetricsFeed:
         self.clusters: dict[str, ClusterFeed] = {settings.cluster: first}
         self.server = MetricsServer(first.state, cluster=settings.cluster, host=m.host, port=m.port,
                                     partition_metrics=m.partition_metrics, kafka_up=first.kafka_up,
+                                    heartbeat_problem=first.heartbeat_problem,
                                     max_batch_age_s=m.ready_max_batch_age_seconds,
                                     max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds)
         self.api = ApiServer(self._api_sources, host=settings.api.host, port=settings.api.port) \
@@ -89,7 +95,7 @@ class MetricsFeed:
             raise ValueError(f"cluster {settings.cluster!r} is served already")
         feed = ClusterFeed(settings, status, emitter)
         self.clusters[settings.cluster] = feed
-        self.server.add_cluster(settings.cluster, feed.state, feed.kafka_up)
+        self.server.add_cluster(settings.cluster, feed.state, feed.kafka_up, feed.heartbeat_problem)
         self._add_source(settings, feed)
         return feed
 

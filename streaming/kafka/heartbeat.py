@@ -89,6 +89,9 @@ class HeartbeatEmitter:
         self._config_future = None
         self._config_fixes: dict[str, str] = {}
         self.config_problem: str | None = None
+        # Why the heartbeat topic is missing and cannot be created (None: it exists). Kafka answered, so this is
+        # not an outage: it is said once (again only if the reason changes), and /ready names it.
+        self.topic_problem: str | None = None
 
     @classmethod
     def from_settings(cls, kafka: Mapping[str, str], settings: HeartbeatSettings, offsets_topic: str,
@@ -138,11 +141,16 @@ class HeartbeatEmitter:
         Where the broker auto-creates topics, something else (another client's lookup, a producer) may have created
         it first with the broker's defaults: creation then says TOPIC_ALREADY_EXISTS, which is success here, and the
         configuration is corrected with IncrementalAlterConfigs. The correction runs in the background (admin
-        futures, checked at each tick), so a broker that is slow to answer it never delays or fails a tick."""
+        futures, checked at each tick), so a broker that is slow to answer it never delays or fails a tick.
+
+        Raises:
+            KafkaUnavailable (or a client error): the cluster did not answer the metadata request; that is an
+                outage, reported by :meth:`tick` as one."""
+        if self.access.partitions(self.topic):
+            self._topic_exists()
+            self._check_config()
+            return True
         try:
-            if self.access.partitions(self.topic):
-                self._check_config()
-                return True
             futures = self.access._admin.create_topics(
                 [NewTopic(self.topic, num_partitions=1, replication_factor=-1, config=self.wanted_config())],
                 request_timeout=self.access.timeout_s)
@@ -153,13 +161,26 @@ class HeartbeatEmitter:
                     if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
                         log.info("heartbeat topic %s was created meanwhile by someone else; checking its "
                                  "configuration", self.topic)
+                        self._topic_exists()
                         self._check_config()
                         return True
                     raise
-            return True
-        except Exception as exc:  # noqa: BLE001 - reported, and the next tick tries again
-            log.warning("cannot create heartbeat topic %s: %s", self.topic, _one_line(exc))
+        except Exception as exc:  # noqa: BLE001 - reported once, and the next tick tries again
+            problem = f"heartbeat topic {self.topic} does not exist and cannot be created ({_one_line(exc)})"
+            if problem != self.topic_problem:
+                settings = ", ".join(f"{k}={v}" for k, v in sorted(self.wanted_config().items()))
+                log.warning("%s: create it (1 partition, %s) or allow this client to create topics; no heartbeat, "
+                            "so no end offsets, lag or readiness until it exists (retrying every %.0f s)",
+                            problem, settings, self.interval_s)
+            self.topic_problem = problem
             return False
+        self._topic_exists()
+        return True
+
+    def _topic_exists(self) -> None:
+        if self.topic_problem is not None:
+            log.warning("heartbeat topic %s exists now; heartbeats start", self.topic)
+            self.topic_problem = None
 
     def _check_config(self) -> None:
         """Starts (once) reading the topic's configuration; :meth:`_poll_config` corrects it when it differs."""
@@ -230,7 +251,12 @@ class HeartbeatEmitter:
         try:
             if self._producer is None:
                 if not self.ensure_topic():
-                    raise KafkaUnavailable(f"heartbeat topic {self.topic} is missing and cannot be created")
+                    with self._lock:  # Kafka answered: not an outage (see topic_problem)
+                        s = self._status
+                        self._status = EmitterStatus(s.ticks, s.failures + 1, s.last_tick_ms, self.topic_problem,
+                                                     True, s.partitions)
+                    self.reachability.reached()
+                    return False
                 self._producer = self.access.producer({"linger.ms": "5", "acks": "all"})
             self._poll_config()
             partitions = self.watched_partitions()

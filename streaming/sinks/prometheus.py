@@ -709,11 +709,17 @@ class MetricsServer(BackgroundHttpServer):
     def __init__(self, state: MetricsState, *, cluster: str, host: str = "0.0.0.0", port: int = 9308,
                  partition_metrics: bool = False, process_metrics: bool = True,
                  clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | None = None,
-                 max_batch_age_s: float | None = None, max_heartbeat_age_s: float | None = None) -> None:
+                 max_batch_age_s: float | None = None, max_heartbeat_age_s: float | None = None,
+                 heartbeat_problem: Callable[[], str | None] | None = None) -> None:
         """``max_batch_age_s`` / ``max_heartbeat_age_s``: past these, ``/ready`` says 503 with the reason even when
-        caught up, so a job whose query hangs or whose heartbeats stopped is not reported ready (None: no limit)."""
+        caught up, so a job whose query hangs or whose heartbeats stopped is not reported ready (None: no limit).
+        ``heartbeat_problem``: why no heartbeat can be emitted though Kafka answers (its topic cannot be created),
+        added to a not-ready reason."""
         super().__init__(host=host, port=port)
         self.clock = clock
+        self.heartbeat_problems: dict[str, Callable[[], str | None]] = {}
+        if heartbeat_problem is not None:
+            self.heartbeat_problems[cluster] = heartbeat_problem
         self.max_batch_age_s = max_batch_age_s
         self.max_heartbeat_age_s = max_heartbeat_age_s
         self.registry = CollectorRegistry()
@@ -734,9 +740,12 @@ class MetricsServer(BackgroundHttpServer):
         return self.collector.state
 
     def add_cluster(self, cluster: str, state: MetricsState,
-                    kafka_up: Callable[[], bool | None] | None = None) -> None:
+                    kafka_up: Callable[[], bool | None] | None = None,
+                    heartbeat_problem: Callable[[], str | None] | None = None) -> None:
         """Serves one more cluster (before or after :meth:`start`)."""
         self.collector.add_cluster(cluster, state, kafka_up)
+        if heartbeat_problem is not None:
+            self.heartbeat_problems[cluster] = heartbeat_problem
 
     def start(self) -> MetricsServer:
         """Binds and serves in a daemon thread.
@@ -753,12 +762,18 @@ class MetricsServer(BackgroundHttpServer):
         cluster that is not ready is named with its reason."""
         clusters = self.collector.clusters
         if cluster is not None:
-            return self._cluster_not_ready(clusters[cluster][0])
-        reasons = {name: self._cluster_not_ready(state) for name, (state, _) in clusters.items()}
+            return self._with_heartbeat_problem(cluster, self._cluster_not_ready(clusters[cluster][0]))
+        reasons = {name: self._with_heartbeat_problem(name, self._cluster_not_ready(state))
+                   for name, (state, _) in clusters.items()}
         if len(reasons) == 1:
             return next(iter(reasons.values()))
         waiting = [f"cluster {name}: {reason}" for name, reason in reasons.items() if reason is not None]
         return "; ".join(waiting) or None
+
+    def _with_heartbeat_problem(self, cluster: str, reason: str | None) -> str | None:
+        problem_of = self.heartbeat_problems.get(cluster)
+        problem = problem_of() if reason is not None and problem_of is not None else None
+        return f"{reason}; {problem}" if problem else reason
 
     def _cluster_not_ready(self, state: MetricsState) -> str | None:
         """Staleness first: a stalled job must not hide behind "catching up"."""

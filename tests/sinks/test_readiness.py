@@ -86,15 +86,20 @@ def test_a_stalled_job_is_not_hidden_behind_catching_up():
     assert server.not_ready_reason().startswith("catching up on __consumer_offsets partitions [0]")
 
 
+def _emitter_and_feed(mc: MockCluster) -> tuple[HeartbeatEmitter, MetricsFeed]:
+    """A real heartbeat emitter against ``mc`` (with ``__consumer_offsets``) and the metrics feed that reads it."""
+    mc.create_topic("__consumer_offsets", 2)
+    settings = load_settings(None, {"kafka": {"bootstrap.servers": mc.bootstrap_servers},
+                                    "metrics": {"port": 0, "host": "127.0.0.1"}})
+    emitter = HeartbeatEmitter(settings.kafka, interval_s=1)
+    emitter.access.timeout_s = 2.0
+    return emitter, MetricsFeed(settings, JobStatus(), emitter=lambda: emitter)
+
+
 def test_kafka_up_follows_the_heartbeat_emitter(tmp_path):
     with MockCluster(1) as mc:
         mc.create_topic("groupscope-heartbeat", 1)
-        mc.create_topic("__consumer_offsets", 2)
-        settings = load_settings(None, {"kafka": {"bootstrap.servers": mc.bootstrap_servers},
-                                        "metrics": {"port": 0, "host": "127.0.0.1"}})
-        emitter = HeartbeatEmitter(settings.kafka, interval_s=1)
-        emitter.access.timeout_s = 3.0
-        feed = MetricsFeed(settings, JobStatus(), emitter=lambda: emitter)
+        emitter, feed = _emitter_and_feed(mc)
         assert "groupscope_kafka_up" not in _samples(feed.server), "unknown before the first attempt"
         assert emitter.tick()
         assert _samples(feed.server)["groupscope_kafka_up"] == 1
@@ -111,6 +116,19 @@ def test_kafka_up_follows_the_heartbeat_emitter(tmp_path):
         emitter.stop()
     without = MetricsFeed(load_settings(None, {"metrics": {"port": 0}}), JobStatus())
     assert "groupscope_kafka_up" not in _samples(without.server)
+
+
+def test_a_heartbeat_topic_that_cannot_be_created_is_the_reason_ready_gives_and_kafka_is_up():
+    """The mock cannot create topics: nothing is processed, and /ready says why rather than only "no batch"."""
+    with MockCluster(1) as mc:
+        emitter, feed = _emitter_and_feed(mc)
+        assert feed.server.not_ready_reason() == "no batch processed yet"
+        assert not emitter.tick()
+        reason = feed.server.not_ready_reason()
+        assert reason.startswith("no batch processed yet; heartbeat topic groupscope-heartbeat does not exist and "
+                                 "cannot be created ("), reason
+        assert _samples(feed.server)["groupscope_kafka_up"] == 1
+        emitter.stop()
 
 
 def test_several_clusters_one_endpoint_ready_per_cluster_and_for_all():

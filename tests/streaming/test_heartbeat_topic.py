@@ -79,7 +79,7 @@ def test_looking_the_topic_up_does_not_create_it_with_broker_defaults():
         # The mock would auto-create it (4 partitions, no retention) for a lookup that allowed it.
         assert _exists(mc.bootstrap_servers, TOPIC) == 0
         assert not emitter.tick()  # the mock cannot CreateTopics: reported, retried at the next tick
-        assert "heartbeat topic groupscope-heartbeat is missing" in emitter.status.last_error
+        assert "heartbeat topic groupscope-heartbeat does not exist and cannot be created" in emitter.status.last_error
         assert _exists(mc.bootstrap_servers, TOPIC) == 0
         emitter.stop()
 
@@ -145,4 +145,30 @@ def test_topic_created_meanwhile_is_success_and_its_retention_is_corrected():
         assert stand_in.altered == [{"retention.ms": "3600000"}]
         assert emitter.config_problem is None and emitter._config_state == "corrected"
         emitter.access._admin = real_admin
+        emitter.stop()
+
+
+def test_a_topic_that_cannot_be_created_is_said_once_and_is_no_outage(caplog):
+    """The mock cannot answer CreateTopics (as a broker that denies this client CreateTopics, or rejects the name):
+    one warning that names the topic and the fix, not a "Kafka unreachable" and a warning every tick; the
+    emitter reports Kafka up and the problem for /ready. Once the topic exists, heartbeats start, said once."""
+    caplog.set_level(logging.INFO, logger="groupscope.heartbeat")
+    with MockCluster(1) as mc:
+        mc.create_topic("events", 2)
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers, "socket.timeout.ms": "2000"},
+                                   topic=TOPIC, interval_s=1)
+        emitter.access.timeout_s = 2.0
+        assert not emitter.tick() and not emitter.tick()
+        assert emitter.topic_problem and emitter.topic_problem.startswith(
+            f"heartbeat topic {TOPIC} does not exist and cannot be created (")
+        assert emitter.status.kafka_up and emitter.status.last_error == emitter.topic_problem
+        warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warned) == 1, warned
+        assert "create it (1 partition, cleanup.policy=delete, retention.ms=" in warned[0]
+        assert not any("unreachable" in m for m in warned)
+        mc.create_topic(TOPIC, 1)
+        assert emitter.tick(), emitter.status.last_error
+        assert emitter.topic_problem is None
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert said[1:] == [f"heartbeat topic {TOPIC} exists now; heartbeats start"], said
         emitter.stop()
