@@ -438,10 +438,33 @@ def load_settings(path: str | None = None, overrides: dict[str, Any] | None = No
     finally:
         _FILE_VALUES = {}
     try:
-        settings.cluster_settings()  # every cluster's merged settings are valid, or one line per bad one
+        clusters = settings.cluster_settings()  # every cluster's merged settings are valid, or one line per bad one
     except ConfigError as exc:
         raise ConfigError([f"{path or 'config'}: {line}" for line in exc.lines]) from None
+    problems = [line for s in clusters for line in _librdkafka_problems(s, several=bool(settings.clusters))]
+    if problems:
+        raise ConfigError([f"{path or 'config'}: {line}" for line in problems])
     return settings
+
+
+def _librdkafka_problems(settings: Settings, *, several: bool) -> list[str]:
+    """What librdkafka says of the ``kafka`` section (an unknown property, a bad value, a SASL mechanism this
+    build lacks, an unreadable certificate), found now rather than as a raw client error once the job starts.
+
+    librdkafka checks a configuration when a client is created; the check here creates one without
+    ``bootstrap.servers``, so it connects nowhere, and drops it."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    conf = {k: v for k, v in settings.kafka.items() if k != "bootstrap.servers"}
+    where = f"clusters.{settings.cluster}.kafka" if several else "kafka"
+    try:
+        AdminClient({**conf, "log_level": "0"})
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        text = error.str() if hasattr(error, "str") else str(exc)
+        return [f"{where}: {text.removeprefix('Failed to create admin client: ')}"]
+    return []
 
 
 def redacted(settings: Settings) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from streaming.schema.tables import GROUPS
 from streaming.sinks.delta import DeltaSink
 
 SHARED = {
-    "kafka": {"security.protocol": "SASL_SSL", "sasl.password": "secret"},
+    "kafka": {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "groupscope",
+              "sasl.password": "secret"},
     "spark": {"checkpoint": "/ckpt"},
     "delta": {"path": "s3://bucket/delta"},
     "model": {"stop_after_seconds": 60},
@@ -30,7 +31,8 @@ SHARED = {
 def test_each_cluster_is_the_shared_settings_with_its_own_over_them():
     eu, us = load_settings(None, SHARED).cluster_settings()
     assert (eu.cluster, us.cluster) == ("eu", "us")
-    assert eu.kafka == {"security.protocol": "SASL_SSL", "sasl.password": "secret", "bootstrap.servers": "eu:9092"}
+    assert eu.kafka == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "groupscope",
+                        "sasl.password": "secret", "bootstrap.servers": "eu:9092"}
     assert us.kafka["sasl.username"] == "us-user" and us.kafka["security.protocol"] == "SASL_SSL"
     assert eu.model.stop_after_seconds == us.model.stop_after_seconds == 60
     assert (eu.model.storm_rebalances, us.model.storm_rebalances) == (3, 5)
