@@ -289,6 +289,8 @@ class GroupscopeJob:
         self.spark = None
         self.metrics = None
         self.failure: Exception | None = None  # why run() ended on its own (Spark's JVM exited), for a caller's view
+        self.stop_reason: str | None = None  # the signal that asked for the stop, said when it begins
+        self._stop_said = self._stopped_said = False
 
     # The first (or only) cluster's parts, by their single-cluster names.
     first = property(lambda self: self.clusters[0])
@@ -344,7 +346,7 @@ class GroupscopeJob:
                  ", ".join(run.settings.delta.path for run in self.clusters))
         if self.install_signal_handlers and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: self.request_stop())
+                signal.signal(sig, lambda signum, _frame: self.request_stop(signal.Signals(signum).name))
 
     def _prepare(self, run: ClusterRun) -> None:
         feed = self.metrics.clusters[run.name].apply if self.metrics is not None else None
@@ -402,6 +404,7 @@ class GroupscopeJob:
         while not self.stop_requested.is_set():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
+                self.stop_reason = self.stop_reason or f"--duration {duration_s:g} s reached"
                 break
             self._raise_if_jvm_exited()
             for run in self.clusters:
@@ -427,10 +430,13 @@ class GroupscopeJob:
             self.failure = jvm_exited_error(status)
             raise self.failure from None
 
-    def request_stop(self) -> None:
+    def request_stop(self, why: str | None = None) -> None:
+        """Ends :meth:`run`; ``why`` (a signal's name) is said when the stop begins."""
         from streaming.spark.session import mark_stopping
 
         mark_stopping(self.spark)  # what the JVM says of its workers ending with a group-wide signal is the stop
+        if why is not None and self.stop_reason is None:
+            self.stop_reason = why  # logged by stop(), not here: a signal handler interrupts whatever was logging
         self.stop_requested.set()
 
     def stop(self, timeout_s: float = 60.0) -> None:
@@ -440,6 +446,10 @@ class GroupscopeJob:
         batch running" may never be seen for long: waiting for it could use the whole deadline. Instead the batch
         that was in flight when the stop began is waited for (its id reaches the progress report once its output
         and its checkpoint commit are written) and the query is stopped right then, before the next trigger."""
+        began = time.monotonic()
+        if self.spark is not None and not self._stop_said:
+            self._stop_said = True
+            log.info("stopping (%s): finishing the batch in flight, then the services", self.stop_reason or "requested")
         self.request_stop()
         deadline = time.monotonic() + timeout_s
         if self.jvm_exit_status() is not None:  # nothing to stop there, and every call into it would fail
@@ -456,6 +466,9 @@ class GroupscopeJob:
             run.stop_services()
         if self.metrics is not None:
             _stop_quietly("metrics", self.metrics.stop)
+        if self._stop_said and not self._stopped_said:
+            self._stopped_said = True
+            log.info("stopped in %.1f s", time.monotonic() - began)
 
 
 def _stop_quietly(name: str, stop: Callable[[], None], logger: logging.Logger | logging.LoggerAdapter = log) -> None:

@@ -295,6 +295,10 @@ def test_a_stop_signal_to_the_whole_process_group_is_a_quiet_stop(tmp_path):
     assert "caught up" in out, out
     noisy = [line for line in out.splitlines() if re.search(r" (WARNING|ERROR) |Traceback|Exception", line)]
     assert noisy == [], out
+    # the stop is said when it begins, with the signal that asked for it, and when it is done
+    said = [line.split(" groupscope.run: ", 1)[1] for line in out.splitlines() if " groupscope.run: stop" in line]
+    assert len(said) == 2 and said[0] == "stopping (SIGTERM): finishing the batch in flight, then the services", out
+    assert re.fullmatch(r"stopped in \d+\.\d s", said[1]), out
 
 
 def test_ctrl_c_while_waiting_for_kafka_at_start_is_one_line_and_status_130(tmp_path):
