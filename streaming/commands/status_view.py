@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from streaming.model.events import VERDICT_OF_KIND
 from streaming.sinks.delta import DeltaSink
 
 __all__ = ["load_status", "load_clusters_status", "cluster_tables", "configured_cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
@@ -42,12 +43,15 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
     hour_ago = now - dt.timedelta(hours=1)
     recent: dict[str, int] = {}
     last_event: dict[str, tuple[dt.datetime, str]] = {}
+    verdict_lately: set[str] = set()  # groups with a rebalance verdict in the last hour
     for e in sink.read("group_events").select(["group_id", "kind", "event_time"]).to_pylist():
         t = e["event_time"]
         if t is None or t < hour_ago:
             continue
         if e["kind"] == "Rebalance":
             recent[e["group_id"]] = recent.get(e["group_id"], 0) + 1
+        elif e["kind"] in VERDICT_OF_KIND:
+            verdict_lately.add(e["group_id"])
         if e["group_id"] not in last_event or t >= last_event[e["group_id"]][0]:
             last_event[e["group_id"]] = (t, e["kind"])
     rows = []
@@ -58,7 +62,7 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
             # absent from a table no job of this version has written to yet
             "lag_seconds_lower_bound": bool(g.get("max_lag_seconds_lower_bound")),
             "status": g["status"], "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
-            "updated": g["updated_time"], **verdict_columns(g),
+            "updated": g["updated_time"], **verdict_columns({**g, "verdict_lately": g["group_id"] in verdict_lately}),
         })
     present = {g["group_id"] for g in groups}
     gone = []
@@ -122,15 +126,18 @@ _SEVERITY = {"ERR": 5, "REWIND": 4, "STOP": 3, "STALL": 2, "WARN": 1, "OK": 0}
 
 def verdict_columns(g: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict and the reason a person should read first: an active storm, else the status's reason when the
-    group is not OK, else its latest rebalance verdict."""
+    group is not OK, else its latest rebalance verdict -- when it came within the hour the table's rebalance count
+    covers (``verdict_lately``; absent: it did). A group that formed last week and has been stable since shows no
+    verdict: "formation" on every long-lived group would hide the few verdicts that are news."""
     storm = bool(g.get("storm_active"))
-    verdict = "STORM" if storm else (g.get("verdict") or "")
+    lately = g.get("verdict_lately", True)
+    verdict = "STORM" if storm else ((g.get("verdict") or "") if lately else "")
     if storm:
         why = g.get("verdict_reason") or ""
     elif g.get("status") not in (None, "OK"):
         why = g.get("status_reason") or ""
     else:
-        why = g.get("verdict_reason") or "" if g.get("verdict") not in (None, "formation") else ""
+        why = g.get("verdict_reason") or "" if lately and g.get("verdict") not in (None, "formation") else ""
     return {"verdict": verdict, "storm_active": storm, "why": why}
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "ScaleOut",
     "ScaleIn",
     "VERDICT_EVENTS",
+    "VERDICT_OF_KIND",
     "OffsetDeleted",
     "TransactionEnded",
     "StatusChanged",
@@ -204,6 +205,7 @@ class ScaleIn(_SizeVerdict):
     verdict = "scale_in"
 
 
+
 @dataclass(frozen=True, slots=True)
 class OffsetDeleted(Event):
     topic: str
@@ -241,6 +243,8 @@ class Anomaly(Event):
 
 
 VERDICT_EVENTS = (RebalanceStorm, StormEnded, RollingRestart, GroupFormed, ScaleOut, ScaleIn)
+# ``group_events`` kinds (event class names) that carry a rebalance verdict -> the verdict's name.
+VERDICT_OF_KIND: dict[str, str] = {cls.__name__: cls.verdict for cls in VERDICT_EVENTS}
 
 # --------------------------------------------------------------------------------------------------------------
 # Snapshots

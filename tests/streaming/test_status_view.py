@@ -149,6 +149,35 @@ def test_groups_gone_in_the_last_hour_are_listed_as_deleted(tmp_path):
     assert rows[1]["why"].startswith("offsets deleted or expired at ")
 
 
+def test_a_verdict_is_shown_while_it_is_news_and_not_forever(tmp_path):
+    """The VERDICT column covers the hour the rebalance count covers: a deploy 10 minutes ago is shown with its
+    reason; a group that formed last week and has been stable since shows none (not "formation" on every row)."""
+    now = dt.datetime.fromtimestamp((T0 + 3_600_000) / 1000, dt.timezone.utc)
+    sink = DeltaSink(tmp_path, app_id="t")
+
+    def group(gid: str, verdict: str, reason: str) -> dict:
+        g = dict.fromkeys(GROUPS.names)
+        g.update(group_id=gid, shard=1, group_type="CLASSIC", state="STABLE", member_count=3, members=[], topics=[],
+                 partition_count=1, sum_lag=0, max_lag=0, status="OK", deleted=False, updated_time=T0,
+                 verdict=verdict, verdict_reason=reason)
+        return g
+
+    events = [ev.RollingRestart("deployed", 5, T0 + 3_000_000, 6, 30.0, T0 + 2_970_000, (),
+                                reason="3 of 3 members restarted one at a time in 30 s, size back to 3"),
+              ev.GroupFormed("settled", 6, T0 - 7 * 86_400_000, 1, 1.0, T0 - 7 * 86_400_000, 0, 3,
+                             reason="group formed with 3 members in 1 s"),
+              ev.RollingRestart("long-ago", 7, T0 - 2 * 3_600_000, 6, 30.0, T0 - 2 * 3_600_000, (),
+                                reason="3 of 3 members restarted one at a time in 30 s, size back to 3")]
+    sink.write_batch(0, {"groups": pa.Table.from_pylist(
+        [group("deployed", "rolling_restart", events[0].reason), group("settled", "formation", events[1].reason),
+         group("long-ago", "rolling_restart", events[2].reason)], schema=GROUPS),
+        "group_events": pa.Table.from_pylist([event_row(e, shard=1) for e in events])})
+    rows = {r["group"]: r for r in load_status(str(tmp_path), now=now)}
+    assert (rows["deployed"]["verdict"], rows["deployed"]["why"]) == ("rolling_restart", events[0].reason)
+    assert (rows["settled"]["verdict"], rows["settled"]["why"]) == ("", "")
+    assert (rows["long-ago"]["verdict"], rows["long-ago"]["why"]) == ("", "")
+
+
 class _View:
     def __init__(self, groups):
         self.groups = groups

@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
+from streaming.model.events import VERDICT_OF_KIND
 from streaming.schema.heartbeat_format import encode_heartbeats
 from streaming.job.step import ShardStep, StepConfig
 from streaming.schema.tables import SOURCE
@@ -22,17 +23,6 @@ from streaming.offline.recording.load import Recording
 
 __all__ = ["TimelineEntry", "replay_batches", "replay_events", "replay_recording", "timeline_from_events",
            "VERDICT_OF_KIND"]
-
-# group_events kinds that carry a rebalance verdict, and the verdict's name in the timeline.
-VERDICT_OF_KIND: dict[str, str] = {
-    "RebalanceStorm": "storm",
-    "StormEnded": "storm_ended",
-    "RollingRestart": "rolling_restart",
-    "ScaleOut": "scale_out",
-    "ScaleIn": "scale_in",
-    "GroupFormed": "formation",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class TimelineEntry:
