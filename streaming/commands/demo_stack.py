@@ -292,11 +292,23 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         for broker in brokers:
             broker.close()
         restore_logging()
-    echo(f"groupscope demo: stopped after {time.monotonic() - started:,.0f} s. Data: {root} "
-         f"(Delta tables commits, group_events, lag, groups, quarantine; logs {LOG_FILE}, spark.log)")
+    took = f"stopped after {time.monotonic() - started:,.0f} s"
+    tables = written_tables(root / "delta")
+    if not tables:  # stopped before the first batch: nothing to look at but the logs
+        echo(f"groupscope demo: {took}, before the first batch was written. Logs: {root} ({LOG_FILE}, spark.log)")
+        return 0
+    echo(f"groupscope demo: {took}. Data: {root} (Delta tables {', '.join(tables)}; logs {LOG_FILE}, spark.log)")
     echo("groupscope demo: see the groups again with: groupscope status"
          + ("" if options.directory is None else f" --delta-path {root / 'delta'}"))
     return 0
+
+
+def written_tables(delta_root: Path) -> list[str]:
+    """Names of the Delta tables under ``delta_root`` (one level of cluster folders included), in the order the
+    job writes them; empty before the first batch."""
+    found = {log.parent.name for pattern in ("*/_delta_log", "*/*/_delta_log") for log in delta_root.glob(pattern)}
+    order = ["commits", "group_events", "lag", "groups", "quarantine"]
+    return sorted(found, key=lambda name: (order.index(name) if name in order else len(order), name))
 
 
 def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:

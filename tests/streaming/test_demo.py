@@ -339,7 +339,7 @@ def test_demo_in_a_terminal_twice_and_under_a_pipe(tmp_path):
     # past the few minutes a history that dropped its oldest samples would stop at (a lower bound, ">N").
     found = re.search(r"^stopped +EMPTY +0 +[\d,]+ +([\d,.]+) ", last, re.M)
     assert found and float(found.group(1).replace(",", "")) >= 60, ("lag seconds measured, not bounded", last)
-    assert "stopped after" in piped_text
+    assert re.search(r"stopped after \d+ s\. Data: .* \(Delta tables commits, group_events, lag, groups", piped_text)
     for marker in TRACE_MARKERS:
         assert marker not in piped_text, marker
     assert_tables_show_the_verdicts(piped_dir / "delta")
@@ -348,3 +348,14 @@ def test_demo_in_a_terminal_twice_and_under_a_pipe(tmp_path):
     print(f"first groups after {first.first_groups_s:.1f} s; Ctrl-C to exit {first.exit_after_sigint_s:.1f} s "
           f"and {second.exit_after_sigint_s:.1f} s; piped run of {PIPED_DURATION_S} s took "
           f"{piped_ended[0] - piped_started:.1f} s")
+
+
+def test_the_closing_line_lists_the_tables_written_and_none_before_the_first_batch(tmp_path):
+    from streaming.commands.demo_stack import written_tables
+
+    assert written_tables(tmp_path / "delta") == []
+    for table in ("groups", "quarantine", "commits"):
+        (tmp_path / "delta" / table / "_delta_log").mkdir(parents=True)
+    (tmp_path / "delta" / "demo-2" / "lag" / "_delta_log").mkdir(parents=True)  # a second cluster's folder
+    (tmp_path / "delta" / "not-a-table").mkdir()
+    assert written_tables(tmp_path / "delta") == ["commits", "lag", "groups", "quarantine"]
