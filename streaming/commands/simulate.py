@@ -88,6 +88,10 @@ def simulate(scenarios, seed, duration, speed, bootstrap, segments_dir, recordin
             pass
         runner.stop()
     except Exception as exc:
+        from streaming.simulator.kafka_sink import MissingTopics
+
+        if isinstance(exc, MissingTopics):
+            raise click.ClickException(str(exc)) from None
         raise click.ClickException(f"simulation failed: {type(exc).__name__}: {exc}") from None
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -31,7 +31,11 @@ from streaming.kafka.client import with_logger
 
 from .sinks import Append, Marker
 
-__all__ = ["KafkaSink"]
+__all__ = ["KafkaSink", "MissingTopics"]
+
+
+class MissingTopics(RuntimeError):
+    """The broker lacks topics the scenarios write and would not create them (the message lists them)."""
 
 
 class KafkaSink:
@@ -105,12 +109,17 @@ class KafkaSink:
                 except Exception:
                     pass  # checked below
             md = admin.list_topics(timeout=10)
+        short = []
         for name, n in wanted.items():
             t = md.topics.get(name)
             have = 0 if t is None or t.error is not None else len(t.partitions)
             if have < n:
-                raise KafkaException(f"topic {name} needs {n} partitions, the broker has {have} "
-                                     "(create it first, e.g. MockCluster.create_topic)")
+                short.append(f"{name} ({n} partitions" + (f", has {have})" if have else ")"))
+        if short:
+            raise MissingTopics(f"the broker at {self.bootstrap_servers} lacks topics the scenarios write, and did not "
+                                f"create them: {', '.join(short)}. Create them first (kafka-topics.sh --create "
+                                "--topic NAME --partitions N), or run `groupscope demo`, whose embedded broker has "
+                                "them")
 
     def _watermarks(self, topics: Mapping[str, int]) -> dict[tuple[str, int], int]:
         consumer = Consumer(self._conf(**{"group.id": "groupscope-sim-watermarks", "enable.auto.commit": "false"}))

@@ -58,3 +58,19 @@ def test_scale_generation_rate(tmp_path):
     sink.close()
     assert sink.records - before > 250_000
     assert rate > 100_000, f"{rate:,.0f} records/s"  # loose bound for slow CI machines
+
+
+def test_a_broker_without_the_scenarios_topics_is_one_line_listing_them():
+    """librdkafka's mock cluster cannot create topics (as a broker that denies it): the topics the scenario writes
+    are listed with their partition counts, and what to do."""
+    from streaming.kafka.mock_cluster import MockCluster
+
+    with MockCluster(1) as mc:
+        mc.create_topic("__consumer_offsets", 50)
+        mc.create_topic("steady-payments", 1)  # too few partitions
+        res = CliRunner().invoke(simulate, ["--bootstrap", mc.bootstrap_servers, "--duration", "2"])
+    assert res.exit_code == 1, res.output
+    assert res.output.splitlines() == [
+        f"Error: the broker at {mc.bootstrap_servers} lacks topics the scenarios write, and did not create them: "
+        "steady-orders (6 partitions), steady-payments (3 partitions, has 1). Create them first (kafka-topics.sh "
+        "--create --topic NAME --partitions N), or run `groupscope demo`, whose embedded broker has them"]
