@@ -1,4 +1,5 @@
-"""``groupscope replay RECORDING``: the verdict timeline of a recording, as JSON lines."""
+"""``groupscope replay RECORDING``: the verdict timeline of a recording, as a readable timeline with a summary per
+group (on a terminal) or as JSON lines (for tools, and whenever the output is not a terminal)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import sys
 
 import click
 
-from streaming.offline.recording.load import RecordingError, load_recording
-from streaming.offline.recording.replay import replay_recording
+from streaming.offline.recording.load import Recording, RecordingError, load_recording
+from streaming.offline.recording.replay import TimelineEntry, replay_recording
 
 __all__ = ["replay"]
 
@@ -17,10 +18,14 @@ __all__ = ["replay"]
 @click.option("--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
               help="groupscope YAML config whose model thresholds to use (default: built-in defaults).")
 @click.option("--group", "groups", multiple=True, metavar="GROUP", help="Only these groups (repeatable).")
-def replay(recording: str, config_path: str | None, groups: tuple[str, ...]) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
+              help="text: a timeline (seconds from the recording's start, partitions that changed together on one "
+                   "line) and a summary per group; json: one JSON line per change. Default: text on a terminal, "
+                   "else json.")
+def replay(recording: str, config_path: str | None, groups: tuple[str, ...], fmt: str | None) -> None:
     """Replay a recording (records.jsonl or segments/, plus end_offsets.jsonl) through the job's model and rules.
 
-    Prints one JSON line per verdict change: {"t_ms", "group", "scope", "topic", "partition", "verdict",
+    As JSON, one line per verdict change: {"t_ms", "group", "scope", "topic", "partition", "verdict",
     "previous", "reason"}, on the recording's own clock.
     """
     from streaming.job.step import StepConfig
@@ -42,12 +47,69 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...]) -> 
             sys.exit(2)
     wanted = set(groups)
     seen: set[str] = set()
+    shown = []
     for entry in replay_recording(rec, step_config):
         seen.add(entry.group)
         if not wanted or entry.group in wanted:
-            click.echo(entry.to_json())
+            shown.append(entry)
+    as_text = fmt == "text" or (fmt is None and sys.stdout.isatty())
+    for line in (text_lines(shown, _start_ms(rec, shown)) if as_text else (e.to_json() for e in shown)):
+        click.echo(line)
     missing = sorted(wanted - seen)
     if missing:  # a mistyped name must not read as a group with nothing to report
         click.echo(f"groupscope replay: no group {', '.join(missing)} in this recording; its groups: "
                    f"{', '.join(sorted(seen)) or 'none'}", err=True)
         sys.exit(2)
+
+
+def _start_ms(rec: Recording, entries: list[TimelineEntry]) -> int:
+    """The recording's start: its first end-offset sample (else its first change)."""
+    if rec.samples:
+        return rec.samples[0].t_ms
+    return entries[0].t_ms if entries else 0
+
+
+def text_lines(entries: list[TimelineEntry], start_ms: int) -> list[str]:
+    """The timeline for a person: one line per change, the partitions of one topic that changed the same way at
+    the same moment on one line (``orders:0-3,5``), then one summary line per group (its rebalance verdicts in
+    order, and how its partitions ended)."""
+    merged: dict[tuple, list[int]] = {}
+    for e in entries:
+        key = (e.t_ms, e.group, e.scope, e.topic, e.verdict, e.previous, e.reason)
+        merged.setdefault(key, []).append(-1 if e.partition is None else e.partition)
+    width = max((len(e.group) for e in entries), default=5)
+    lines = []
+    for (t_ms, group, scope, topic, verdict, previous, reason), parts in merged.items():
+        where = "(group)" if scope == "group" else f"{topic}:{_ranges(parts)}"
+        change = f"{previous} -> {verdict}" if previous else verdict
+        lines.append(f"{(t_ms - start_ms) / 1000:8.1f} s  {group:<{width}}  {where:<16} {change:<28} {reason}")
+    lines.append("")
+    final: dict[str, dict[tuple[str, int], str]] = {}
+    verdicts: dict[str, list[str]] = {}
+    for e in entries:
+        if e.scope == "group":
+            verdicts.setdefault(e.group, []).append(e.verdict)
+        else:
+            final.setdefault(e.group, {})[(e.topic or "", e.partition or 0)] = e.verdict
+    for group in sorted(set(final) | set(verdicts)):
+        ended: dict[str, int] = {}
+        for status in final.get(group, {}).values():
+            ended[status] = ended.get(status, 0) + 1
+        now = ", ".join(f"{n} {status}" for status, n in sorted(ended.items())) or "none"
+        lines.append(f"{group}: rebalance verdicts {', '.join(verdicts.get(group, [])) or 'none'}; "
+                     f"partitions at the end: {now}")
+    return lines
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 3, 5]`` -> ``0-3,5``."""
+    out: list[str] = []
+    nums = sorted(set(numbers))
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(out)

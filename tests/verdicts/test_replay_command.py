@@ -48,3 +48,27 @@ def test_a_group_not_in_the_recording_is_one_line_naming_the_groups_there():
     result = CliRunner().invoke(cli, ["replay", str(path), "--group", "rw-gg"])
     assert result.exit_code == 2
     assert result.output == "groupscope replay: no group rw-gg in this recording; its groups: rw-ctl, rw-g\n"
+
+
+def test_as_text_the_same_changes_read_as_a_timeline_with_a_summary_per_group():
+    """--format text (the default on a terminal): the JSON lines' changes, with the partitions of one topic that
+    changed the same way at once on one line, seconds from the recording's start, and a summary per group."""
+    path = captures_dir() / "conformance" / "verdicts" / "rolling_restart_classic"
+    as_json = [json.loads(line) for line in CliRunner().invoke(cli, ["replay", str(path)]).output.splitlines()]
+    result = CliRunner().invoke(cli, ["replay", str(path), "--format", "text"])
+    assert result.exit_code == 0, result.output
+    timeline, summary = result.output.rstrip("\n").split("\n\n")
+    lines = timeline.splitlines()
+    fields = [line.split() for line in lines]  # seconds, "s", group, where, change..., reason
+    first_oks = [f for f in fields if f[4] == "OK" and f[5] != "->"]
+    covered = sorted(p for f in first_oks for part in f[3].split(":")[1].split(",")
+                     for p in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))
+    assert covered == list(range(8)), first_oks  # every partition's first status, merged into a few lines
+    group_json = [e for e in as_json if e["scope"] == "group"]
+    group_text = [f for f in fields if f[3] == "(group)"]
+    assert [f[6] if f[5] == "->" else f[4] for f in group_text] == [e["verdict"] for e in group_json]
+    assert all(e["reason"] in line for e, line in zip(group_json, (x for x in lines if "(group)" in x)))
+    seconds = [float(line.split()[0]) for line in lines]
+    assert seconds == sorted(seconds) and 0 <= seconds[0] < 60
+    assert summary.splitlines() == ["rr-roll: rebalance verdicts formation, rolling_restart; partitions at the end: "
+                                    "8 OK"], summary
