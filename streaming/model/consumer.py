@@ -135,6 +135,9 @@ class ConsumerGroup:
     # members removed since the last finalised epoch -> the first bump each had not followed (their session
     # expired after they went silent): judged with the rebalance that removes them
     departed_silent: dict[str, int] = field(default_factory=dict)
+    # when a member that missed an epoch bump will have been silent for the judge's silent_after_ms (None: no such
+    # member): the shard's heartbeat tick then tells the judge (check_silence)
+    silence_due_ms: int | None = None
 
     group_type = GroupType.CONSUMER
 
@@ -174,6 +177,8 @@ class ConsumerGroup:
                 # The bump's own member records come first, at the same time: those members are not behind.
                 if m.missed_bump_ms is None and m.seen_ms < timestamp:
                     m.missed_bump_ms = timestamp
+                    due = timestamp + judge.config.silent_after_ms
+                    self.silence_due_ms = due if self.silence_due_ms is None else min(self.silence_due_ms, due)
             if self.pending_epoch is not None:
                 self._finalise(judge, out)
             self.pending_epoch = (epoch, old, offset, timestamp)
@@ -181,6 +186,19 @@ class ConsumerGroup:
             if not self.members:
                 self._finalise(judge, out)
         self.update_state(offset, timestamp, out)
+
+    def check_silence(self, now_ms: int, judge: RebalanceJudge, out: list) -> None:
+        """Tells the judge of the members silent for ``silent_after_ms`` by ``now_ms`` (see
+        :meth:`RebalanceJudge.silence`); called from the heartbeat tick once :attr:`silence_due_ms` has come."""
+        if self.silence_due_ms is None or now_ms < self.silence_due_ms:
+            return
+        after = judge.config.silent_after_ms
+        missed = {k: since for k, m in self.members.items() if (since := m.missed_bump()) is not None}
+        silent = {k: since for k, since in missed.items() if since + after <= now_ms}
+        later = [since + after for since in missed.values() if since + after > now_ms]
+        self.silence_due_ms = min(later) if later else None
+        if silent:
+            out.extend(judge.silence(self.group_id, silent))
 
     def replay_partition_metadata(self, topics, offset: int, timestamp: int) -> None:
         """Type 4: the subscribed topics' ids and partition counts (tombstone = empty)."""
@@ -418,7 +436,7 @@ class ConsumerGroup:
                 tuple((k, tuple(v.items())) for k, v in self.epoch_target.items()),
                 tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch,
                 None if self.pending_views is None else _views_tuple(self.pending_views), self.departed_static,
-                tuple(self.departed_silent.items()))
+                tuple(self.departed_silent.items()), self.silence_due_ms)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "ConsumerGroup":
@@ -436,6 +454,7 @@ class ConsumerGroup:
         g.pending_views = _views_from(t[16]) if len(t) > 16 and t[16] is not None else None
         g.departed_static = tuple(t[17]) if len(t) > 17 and t[17] is not None else None  # type: ignore[assignment]
         g.departed_silent = dict(t[18]) if len(t) > 18 else {}
+        g.silence_due_ms = t[19] if len(t) > 19 else None
         return g
 
 

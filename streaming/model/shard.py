@@ -389,6 +389,9 @@ class GroupCoordinatorShard:
         if now_ms > self.now_ms:
             self.now_ms = now_ms
             self._events.extend(self.judge.tick(now_ms))
+            for g in self.groups.values():  # consumer-protocol members whose silence became certain by now
+                if g.group_type is GroupType.CONSUMER and g.silence_due_ms is not None:
+                    g.check_silence(now_ms, self.judge, self._events)
         if topic_ids:
             for name, tid in topic_ids.items():
                 self.topic_names[tid] = name

@@ -20,8 +20,8 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   members than a rolling restart does at a time) goes in the next one less than ``restart_wait_ms`` after joining: a
   classic group killed soon after every assignment, seen one session timeout apart. A consumer-protocol member
   that **goes silent** (follows no epoch bump for ``silent_after_ms``: it stopped heartbeating) within
-  ``flap_lifetime_ms`` of joining flapped too, counted when the silence is certain rather than when its session
-  expires.
+  ``flap_lifetime_ms`` of joining flapped too, counted when the silence is certain (at a rebalance, or from the
+  heartbeat tick: :meth:`RebalanceJudge.silence`) rather than when its session expires.
 * a **shared** identity is one that two members have held side by side for longer than ``ghost_wait_ms`` (no
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
@@ -189,6 +189,7 @@ class _GroupJudgement:
     # members a rolling restart was called over while they were still in the group, each beside its own new
     # instance: killed instances waiting for their sessions to expire. Their departure completes that restart.
     ghosts: set = field(default_factory=set)
+    last_offset: int = -1  # offset of the latest churn rebalance (carried by a storm that silence calls)
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -198,7 +199,7 @@ class _GroupJudgement:
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
                  c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
                  c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap, tuple(self.silenced),
-                tuple(sorted(self.ghosts)))
+                tuple(sorted(self.ghosts)), self.last_offset)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
@@ -215,6 +216,8 @@ class _GroupJudgement:
             j.silenced = deque(t[14])
         if len(t) > 15:
             j.ghosts = set(t[15])
+        if len(t) > 16:
+            j.last_offset = t[16]
         return j
 
 
@@ -385,6 +388,7 @@ class RebalanceJudge:
             j.members[mid] = (ts, ident, wholesale)
         j.shared.intersection_update(holders_after)
         j.churn.append(ts)
+        j.last_offset = offset
         # The episode this rebalance belongs to.
         if ep is None:
             ep = j.episode = _Episode(ts, ts, offset, len(before), len(before) == 0, frozenset(before))
@@ -406,26 +410,13 @@ class RebalanceJudge:
                 ep.departures_by_first_join = ep.departures
         ep.went_empty = ep.went_empty or (not after and bool(before))
         # Storm: judged again at every churn rebalance.
-        flaps = (sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
-                 + len(j.silenced))
+        flaps = self._flaps(j)
         if j.storm_since is not None:
             j.storm_gap = max(j.storm_gap, ts - j.storm_last_churn)
             j.storm_last_churn, j.storm_last_offset = ts, offset
             j.storm_rebalances += 1
         elif len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
-            j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], ts, offset
-            j.storm_rebalances = len(j.churn)
-            j.storm_gap = max((b - a for a, b in pairwise(j.churn)), default=0)
-            j.episode = None
-            silent = " or going silent" if j.silenced else ""
-            # Several members can leave in one rebalance: the flaps are counted on their own, not as a share of
-            # the rebalances.
-            reason = (f"{len(j.churn)} rebalances changing membership in {(ts - j.churn[0]) / 1000:.0f} s; "
-                      f"{flaps} flaps (a member leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining, "
-                      f"or the same member leaving or restarting again)")
-            self._count(j, "storm", reason, ts)
-            out.append(ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
-                                         reason=reason))
+            out.append(self._start_storm(gid, j, flaps, offset, ts))
             return out
         if j.storm_since is None and ep is not None:
             ghosts = self._restarted_beside_ghosts(ep, j)
@@ -433,6 +424,60 @@ class RebalanceJudge:
                 j.ghosts = ghosts or set()
                 out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
         return out
+
+    def _start_storm(self, gid: str, j: _GroupJudgement, flaps: int, offset: int, ts: int) -> ev.Event:
+        """The storm the window's churn and flaps make, called at ``ts`` (a rebalance's record, or the moment a
+        member's silence became certain), carrying ``offset`` (that of the last churn rebalance)."""
+        cfg = self.config
+        j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], j.churn[-1], offset
+        j.storm_rebalances = len(j.churn)
+        j.storm_gap = max((b - a for a, b in pairwise(j.churn)), default=0)
+        j.episode = None
+        silent = " or going silent" if j.silenced else ""
+        # Several members can leave in one rebalance: the flaps are counted on their own, not as a share of the
+        # rebalances.
+        reason = (f"{len(j.churn)} rebalances changing membership in {(ts - j.churn[0]) / 1000:.0f} s; "
+                  f"{flaps} flaps (a member leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining, "
+                  f"or the same member leaving or restarting again)")
+        self._count(j, "storm", reason, ts)
+        return ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
+                                 reason=reason)
+
+    @staticmethod
+    def _flaps(j: _GroupJudgement) -> int:
+        return (sum(1 for _, _, f in j.departures if f) + sum(1 for _, _, f in j.restarts if f)
+                + len(j.silenced))
+
+    def silence(self, group_id: str, silent: Mapping[str, int]) -> list[ev.Event]:
+        """Consumer protocol, between rebalances: ``silent`` maps present members to the first epoch bump each has
+        not followed for ``silent_after_ms`` or more. A member that went silent young is a flap from the moment
+        its silence is certain, not only at the next rebalance: a crash loop whose killed members hold their
+        partitions until their sessions expire (45 s) writes nothing in between, while its new instances wait for
+        those partitions. The storm this makes is called at that moment."""
+        cfg = self.config
+        j = self.groups.get(group_id)
+        if j is None:
+            return []
+        silenced = {m for _, m in j.silenced}
+        certain = []
+        for mid, since in silent.items():
+            entry = j.members.get(mid)
+            if mid in silenced or entry is None or since - entry[0] >= cfg.flap_lifetime_ms:
+                continue
+            at = since + cfg.silent_after_ms
+            j.silenced.append((at, mid))
+            certain.append(at)
+        if not certain or j.storm_since is not None:
+            return []
+        at = max(certain)
+        if j.episode is not None:
+            j.episode.flaps += len(certain)
+        while j.churn and j.churn[0] < at - cfg.storm_window_ms:
+            j.churn.popleft()
+        flaps = self._flaps(j)
+        if len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
+            return [self._start_storm(group_id, j, flaps, j.last_offset, at)]
+        return []
 
     @staticmethod
     def _account(j: _GroupJudgement, rebalance: ev.Rebalance) -> None:

@@ -174,3 +174,35 @@ def test_simulated_crash_loop_of_killed_members_under_new_names_is_a_storm_while
     assert verdicts and verdicts[0][0] == "storm", verdicts
     assert verdicts[0][1] <= min(first_kill) + 25, (verdicts, min(first_kill))
     assert "scale_out" not in {v for v, _ in verdicts} and "formation" not in {v for v, _ in verdicts}, verdicts
+
+
+@pytest.mark.parametrize("seed", (1, 2, 3))
+def test_members_killed_after_their_assignment_are_a_storm_before_the_first_ghost_expires(tmp_path, monkeypatch,
+                                                                                          seed):
+    """storm_crashloop's rule (each instance dies a few seconds after its first assignment) on the consumer
+    protocol, every death a SIGKILL, one name per slot. The killed members keep their partitions until their
+    45 s sessions expire, so the new instances get none and live on: the log says nothing after their joins.
+    What it does say is that the killed ones followed no epoch bump since; once that silence is certain (20 s)
+    the storm is called, from the heartbeat tick, well before the first ghost's session expires."""
+    from streaming.simulator import scenarios as sc
+    from streaming.simulator.clients import ConsumerConfig
+    from streaming.simulator.recording import write_recording
+    from streaming.simulator.simulation import Simulation
+    from streaming.simulator.topics import TopicSpec
+
+    def setup(sim):
+        for slot in range(3):
+            cfg = ConsumerConfig(group="ax", client_id=f"ax-m{slot + 1}", topics=("ax-orders",), protocol="consumer",
+                                 assignor="uniform", commit="sync")
+            sc._flapper(sim, cfg, first_s=2.0 + slot * 0.3, until_s=90.0, live_s=(3.0, 8.0), down_s=(1.0, 3.0),
+                        kill_share=1.0, after_assignment=True, no_assignment_s=400)
+
+    monkeypatch.setitem(sc.SCENARIOS, "ax-loop", sc.Scenario("ax-loop", "killed after assignment",
+                                                               sc._t((TopicSpec("ax-orders", 6, 50.0), 0)), setup))
+    sim = Simulation(["ax-loop"], seed=seed)
+    folder = write_recording(sim, tmp_path / "rec", 300_000)
+    kills = sorted(e["t_ms"] for e in sim.client_events if e["event"] == "member_exit")
+    verdicts = [(e.verdict, e.t_ms) for e in replay_recording(load_recording(folder))
+                if e.scope == "group" and e.group == "ax"]
+    assert verdicts and verdicts[0][0] == "storm", verdicts
+    assert verdicts[0][1] <= kills[0] + 30_000 < kills[0] + 45_000, (verdicts[0][1] - kills[0])
