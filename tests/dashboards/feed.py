@@ -90,7 +90,10 @@ class ReplayedMetrics:
         prometheus.wait_for_scrapes(3)
         storms = {r["group_id"] for b in batches for r in b.groups if r.get("storm_active")}
         assert storms, "phase 2 must contain storms"
-        assert storms <= {e["group_id"] for b in batches for e in b.events if e["kind"] == "RebalanceStorm"}
+        # exactly the groups whose latest storm event in the phase began a storm (none ended it since)
+        latest = {e["group_id"]: e["kind"] for b in batches for e in b.events
+                  if e["kind"] in ("RebalanceStorm", "StormEnded")}
+        assert storms == {g for g, kind in latest.items() if kind == "RebalanceStorm"}, (storms, latest)
         self.expected_alerts = {"KafkaConsumerGroupRebalanceStorm": storms}
 
     def stop(self) -> None:

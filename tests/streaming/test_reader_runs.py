@@ -1,5 +1,9 @@
 """The range reader's per-run bookkeeping: records outside their range dropped, ranges completed and paused, topics
-told apart where two topics of one read share a partition number."""
+told apart where two topics of one read share a partition number.
+
+The first test drives ``_take`` with stand-ins, named as such (``FakeMessage``, ``FakeConsumer``): it needs message
+runs in an order a broker would not produce on demand (interleaved, overrunning, repeated), and only the calls
+``_take`` makes. The others read from librdkafka's mock cluster, a real broker over TCP."""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ from streaming.kafka.mock_cluster import MockCluster
 from streaming.kafka.reader import OffsetRange, _batch, _take, read_ranges
 
 
-class _Msg:
+class FakeMessage:
+    """Stand-in for a confluent-kafka message: the accessors ``_take`` calls, nothing else."""
+
     def __init__(self, topic: str, partition: int, offset: int) -> None:
         self._t, self._p, self._o = topic, partition, offset
 
@@ -38,7 +44,9 @@ class _Msg:
         return 1, 1_767_225_600_000 + self._o
 
 
-class _Consumer:
+class FakeConsumer:
+    """Stand-in for a consumer: records what ``_take`` pauses."""
+
     def __init__(self) -> None:
         self.paused: list[tuple[str, int]] = []
 
@@ -55,13 +63,13 @@ def test_take_keeps_in_range_records_and_completes_ranges(shared_partition):
     topic_of = None if shared_partition else {0: 0, 1: 1, 2: 0}
     pb = ranges[1].partition
     # Interleaved runs; a2 and a0 overrun their ends; a run of a finished range (a0 again) is dropped entirely.
-    msgs = ([_Msg("a", 0, o) for o in range(0, 2)] + [_Msg("b", pb, o) for o in range(10, 14)]
-            + [_Msg("a", 2, o) for o in range(5, 10)] + [_Msg("a", 0, o) for o in range(2, 5)]
-            + [_Msg("b", pb, o) for o in range(14, 16)])
+    msgs = ([FakeMessage("a", 0, o) for o in range(0, 2)] + [FakeMessage("b", pb, o) for o in range(10, 14)]
+            + [FakeMessage("a", 2, o) for o in range(5, 10)] + [FakeMessage("a", 0, o) for o in range(2, 5)]
+            + [FakeMessage("b", pb, o) for o in range(14, 16)])
     remaining = {(r.topic, r.partition): r for r in ranges}
     next_offset = {tp: r.start for tp, r in remaining.items()}
     cols: tuple[list, ...] = ([], [], [], [], [], [])
-    consumer = _Consumer()
+    consumer = FakeConsumer()
     _take(msgs, remaining, next_offset, cols, consumer, names, codes, topic_of)
     batch = _batch(*cols, pa.array(names))
     got = list(zip(batch.column("topic").to_pylist(), batch.column("partition").to_pylist(),
@@ -76,7 +84,7 @@ def test_take_keeps_in_range_records_and_completes_ranges(shared_partition):
 
     # The next result holds only records of finished ranges: nothing is taken.
     before = sum(len(c) for c in cols[:2])
-    _take([_Msg("a", 2, 9)], remaining, next_offset, cols, consumer, names, codes, topic_of)
+    _take([FakeMessage("a", 2, 9)], remaining, next_offset, cols, consumer, names, codes, topic_of)
     assert sum(len(c) for c in cols[:2]) == before
 
 
