@@ -10,6 +10,7 @@ between only at DEBUG.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 import re
@@ -155,8 +156,16 @@ class HeartbeatEmitter:
                 [NewTopic(self.topic, num_partitions=1, replication_factor=-1, config=self.wanted_config())],
                 request_timeout=self.access.timeout_s)
             for f in futures.values():
+                # In short waits, so that a stop does not wait for a broker that takes its time to answer.
+                deadline = time.monotonic() + self.access.timeout_s + 5
+                while not f.done() and not self._stop.is_set() and time.monotonic() < deadline:
+                    concurrent.futures.wait([f], timeout=0.25)
+                if not f.done():
+                    if self._stop.is_set():
+                        return False  # stopping: nothing to report
+                    raise KafkaUnavailable("no answer to CreateTopics")
                 try:
-                    f.result(timeout=self.access.timeout_s + 5)
+                    f.result(timeout=0)
                 except KafkaException as exc:
                     if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
                         log.info("heartbeat topic %s was created meanwhile by someone else; checking its "
