@@ -306,9 +306,10 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
 def written_tables(delta_root: Path) -> list[str]:
     """Names of the Delta tables under ``delta_root`` (one level of cluster folders included), in the order the
     job writes them; empty before the first batch."""
+    from streaming.schema.tables import TABLES
+
     found = {log.parent.name for pattern in ("*/_delta_log", "*/*/_delta_log") for log in delta_root.glob(pattern)}
-    order = ["commits", "group_events", "lag", "groups", "quarantine"]
-    return sorted(found, key=lambda name: (order.index(name) if name in order else len(order), name))
+    return [name for name in TABLES if name in found]
 
 
 def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:

@@ -4,6 +4,7 @@ group (on a terminal) or as JSON lines (for tools, and whenever the output is no
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 import click
 
@@ -92,9 +93,7 @@ def text_lines(entries: list[TimelineEntry], start_ms: int) -> list[str]:
         else:
             final.setdefault(e.group, {})[(e.topic or "", e.partition or 0)] = e.verdict
     for group in sorted(set(final) | set(verdicts)):
-        ended: dict[str, int] = {}
-        for status in final.get(group, {}).values():
-            ended[status] = ended.get(status, 0) + 1
+        ended = Counter(final.get(group, {}).values())
         now = ", ".join(f"{n} {status}" for status, n in sorted(ended.items())) or "none"
         lines.append(f"{group}: rebalance verdicts {', '.join(verdicts.get(group, [])) or 'none'}; "
                      f"partitions at the end: {now}")

@@ -260,10 +260,7 @@ class HeartbeatEmitter:
         try:
             if self._producer is None:
                 if not self.ensure_topic():
-                    with self._lock:  # Kafka answered: not an outage (see topic_problem)
-                        s = self._status
-                        self._status = EmitterStatus(s.ticks, s.failures + 1, s.last_tick_ms, self.topic_problem,
-                                                     True, s.partitions)
+                    self._failed(self.topic_problem, kafka_up=True)  # Kafka answered: not an outage
                     self.reachability.reached()
                     return False
                 self._producer = self.access.producer({"linger.ms": "5", "acks": "all"})
@@ -281,9 +278,7 @@ class HeartbeatEmitter:
             if remaining:
                 raise KafkaUnavailable(f"{remaining} heartbeat message(s) not delivered")
         except Exception as exc:  # noqa: BLE001 - a tick never kills the emitter
-            with self._lock:
-                s = self._status
-                self._status = EmitterStatus(s.ticks, s.failures + 1, s.last_tick_ms, str(exc), False, s.partitions)
+            self._failed(str(exc), kafka_up=False)
             if self.reachability.up:
                 self.access.poll_logs()  # librdkafka's own reason for the failed connections, if it has one
                 self.reachability.failed(_one_line(exc), since=began)
@@ -295,6 +290,12 @@ class HeartbeatEmitter:
             self._status = EmitterStatus(s.ticks + 1, s.failures, now_ms, None, True, len(rows))
         self.reachability.reached()
         return True
+
+    def _failed(self, error: str | None, *, kafka_up: bool) -> None:
+        """Counts a tick that emitted nothing, with why."""
+        with self._lock:
+            s = self._status
+            self._status = EmitterStatus(s.ticks, s.failures + 1, s.last_tick_ms, error, kafka_up, s.partitions)
 
     def _quiet_tails(self, rows: list[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int, int]]:
         """Reads the transactional tails that are due and says which end in offsets no consumer gets."""

@@ -205,7 +205,6 @@ class ScaleIn(_SizeVerdict):
     verdict = "scale_in"
 
 
-
 @dataclass(frozen=True, slots=True)
 class OffsetDeleted(Event):
     topic: str

@@ -291,14 +291,8 @@ class RebalanceJudge:
         # lifetime as the log shows it says nothing, while the first epoch bump it did not follow bounds when it
         # died. Counted when the silence is certain, not 45 s later when the session expires: crash loops whose
         # members are all killed (new names each time, every one a ghost for a session) are storms while they run.
+        flaps_now += len(self._note_silent(j, silent or {}, lambda _since: ts))
         silenced = {m for _, m in j.silenced}
-        for mid, since in (silent or {}).items():
-            entry = j.members.get(mid)
-            if mid in silenced or entry is None or since - entry[0] >= cfg.flap_lifetime_ms:
-                continue
-            j.silenced.append((ts, mid))
-            silenced.add(mid)
-            flaps_now += 1
 
         def informative(ident: str) -> bool:
             # An identity names one member (or one member and the ghost of its previous instance) unless members
@@ -458,15 +452,7 @@ class RebalanceJudge:
         j = self.groups.get(group_id)
         if j is None:
             return []
-        silenced = {m for _, m in j.silenced}
-        certain = []
-        for mid, since in silent.items():
-            entry = j.members.get(mid)
-            if mid in silenced or entry is None or since - entry[0] >= cfg.flap_lifetime_ms:
-                continue
-            at = since + cfg.silent_after_ms
-            j.silenced.append((at, mid))
-            certain.append(at)
+        certain = self._note_silent(j, silent, lambda since: since + cfg.silent_after_ms)
         if not certain or j.storm_since is not None:
             return []
         at = max(certain)
@@ -478,6 +464,19 @@ class RebalanceJudge:
         if len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
             return [self._start_storm(group_id, j, flaps, j.last_offset, at)]
         return []
+
+    def _note_silent(self, j: _GroupJudgement, silent: Mapping[str, int], when) -> list[int]:
+        """Adds to the window each member of ``silent`` (member -> first bump missed) that went silent within the
+        flap lifetime of joining and is not there yet, at ``when(first bump missed)``; returns those times."""
+        silenced = {m for _, m in j.silenced}
+        noted = []
+        for mid, since in silent.items():
+            entry = j.members.get(mid)
+            if mid in silenced or entry is None or since - entry[0] >= self.config.flap_lifetime_ms:
+                continue
+            j.silenced.append((when(since), mid))
+            noted.append(when(since))
+        return noted
 
     @staticmethod
     def _account(j: _GroupJudgement, rebalance: ev.Rebalance) -> None:
@@ -685,8 +684,7 @@ class RebalanceJudge:
         if (len(new) != ep.size_before or any(w for _, w in new) or len(set(names)) != len(names)
                 or any(n in j.shared for n in names)):
             return None
-        departed = [n for n in ep.leavers]
-        if sorted(departed + [j.members[m][1] for m in ghosts]) != sorted(names):
+        if sorted([*ep.leavers, *(j.members[m][1] for m in ghosts)]) != sorted(names):
             return None
         return ghosts
 
