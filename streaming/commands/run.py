@@ -191,6 +191,9 @@ def heartbeat(config, bootstrap, once) -> None:
     from streaming.kafka.client import KafkaAccess, KafkaUnavailable
     from streaming.kafka.heartbeat import HeartbeatEmitter
 
+    # One tick says its outcome in one line, the reason included, so only errors are logged beside it; the
+    # long-running emitter logs its warnings (a missing topic, Kafka lost and back) with their times.
+    configure_logging("error" if once else "info")
     try:
         KafkaAccess(settings.kafka).wait_reachable(8.0)
     except KafkaUnavailable as exc:
@@ -201,10 +204,18 @@ def heartbeat(config, bootstrap, once) -> None:
     if once:
         ok = emitter.tick()
         s = emitter.status
-        click.echo(f"heartbeat: {'sent' if ok else 'failed'}: {s.partitions} partitions"
-                   + (f" ({s.last_error})" if s.last_error else ""), err=True)
+        emitter.stop()
+        if ok:
+            click.echo(f"groupscope heartbeat: sent the end offsets of {s.partitions} partitions to "
+                       f"{settings.heartbeat.topic}", err=True)
+        else:
+            click.echo(f"groupscope heartbeat: nothing sent: {s.last_error or 'no reason given'}", err=True)
         sys.exit(0 if ok else 1)
     emitter.start()
+    hb = settings.heartbeat
+    logging.getLogger("groupscope.heartbeat").info(
+        "sending the end offsets of the watched partitions to %s every %g s; Ctrl-C stops", hb.topic,
+        hb.interval_seconds)
     try:
         while True:
             time.sleep(1)

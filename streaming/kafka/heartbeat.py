@@ -175,12 +175,13 @@ class HeartbeatEmitter:
                         return True
                     raise
         except Exception as exc:  # noqa: BLE001 - reported once, and the next tick tries again
-            problem = f"heartbeat topic {self.topic} does not exist and cannot be created ({_one_line(exc)})"
+            # The fix is part of the problem: /ready and `heartbeat --once` repeat it where the log is not seen.
+            settings = ", ".join(f"{k}={v}" for k, v in sorted(self.wanted_config().items()))
+            problem = (f"heartbeat topic {self.topic} does not exist and cannot be created ({_one_line(exc)}): "
+                       f"create it (1 partition, {settings}) or allow this client to create topics")
             if problem != self.topic_problem:
-                settings = ", ".join(f"{k}={v}" for k, v in sorted(self.wanted_config().items()))
-                log.warning("%s: create it (1 partition, %s) or allow this client to create topics; no heartbeat, "
-                            "so no end offsets, lag or readiness until it exists (retrying every %.0f s)",
-                            problem, settings, self.interval_s)
+                log.warning("%s; no heartbeat, so no end offsets, lag or readiness until it exists (retrying every "
+                            "%.0f s)", problem, self.interval_s)
             self.topic_problem = problem
             return False
         self._topic_exists()

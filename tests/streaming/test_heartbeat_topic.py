@@ -11,6 +11,8 @@ DescribeConfigs or IncrementalAlterConfigs (librdkafka waits for a controller an
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 from concurrent.futures import Future
 
@@ -19,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from streaming.kafka.heartbeat import HeartbeatEmitter, config_fixes
 from streaming.kafka.mock_cluster import MockCluster
+from tests.cli_helpers import REPO
 
 TOPIC = "groupscope-heartbeat"
 
@@ -172,3 +175,29 @@ def test_a_topic_that_cannot_be_created_is_said_once_and_is_no_outage(caplog):
         said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         assert said[1:] == [f"heartbeat topic {TOPIC} exists now; heartbeats start"], said
         emitter.stop()
+
+
+def _heartbeat_once(bootstrap: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "streaming.commands.cli", "heartbeat", "--once", "--bootstrap",
+                           bootstrap], cwd=REPO, capture_output=True, text=True, timeout=90)
+
+
+def test_heartbeat_once_says_its_outcome_in_one_line():
+    """``groupscope heartbeat --once`` is a check an operator runs by hand: one line, the fix included when the
+    topic is missing (not a log line and then the same problem again in the summary), exit 1; with the topic
+    there, one line saying what was sent, exit 0."""
+    with MockCluster(1) as mc:
+        mc.create_topic("events", 3)
+        missing = _heartbeat_once(mc.bootstrap_servers)
+        assert missing.returncode == 1
+        assert missing.stdout == ""
+        lines = missing.stderr.splitlines()
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"groupscope heartbeat: nothing sent: heartbeat topic {TOPIC} does not exist and "
+                                   "cannot be created ("), lines
+        assert lines[0].endswith(": create it (1 partition, cleanup.policy=delete, retention.ms=86400000) or allow "
+                                 "this client to create topics"), lines
+        mc.create_topic(TOPIC, 1)
+        sent = _heartbeat_once(mc.bootstrap_servers)
+        assert (sent.returncode, sent.stdout) == (0, "")
+        assert sent.stderr.splitlines() == [f"groupscope heartbeat: sent the end offsets of 3 partitions to {TOPIC}"]
