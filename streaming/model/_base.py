@@ -8,7 +8,7 @@ from protocol.records import TopicIdPartitions
 
 from .states import GroupType
 
-__all__ = ["GroupBase", "resolve", "TP", "member_metadata"]
+__all__ = ["GroupBase", "resolve", "TP", "member_metadata", "replay_group_epoch", "change_state"]
 
 TP = tuple[str, int]
 
@@ -85,3 +85,28 @@ def member_metadata(group, member_id: str, value, offset: int, timestamp: int, o
 def m_instance(member) -> str | None:
     """A member's static instance id, for the model's member types that have one."""
     return getattr(member, "instance_id", None)
+
+
+def change_state(group, new, offset: int, timestamp: int, out: list) -> None:
+    """Sets a share or streams group's derived state, with an event when it changed."""
+    from . import events as ev
+
+    if new != group.state:
+        out.append(ev.GroupStateChanged(group.group_id, offset, timestamp, group.group_type, group.state.value,
+                                        new.value))
+        group.state = new
+
+
+def replay_group_epoch(group, epoch: int, offset: int, timestamp: int, out: list) -> None:
+    """The group-epoch record of a share or streams group: a new epoch after the first is a rebalance. Its cause
+    is not judged: these groups' members are not followed through rebalances the way consumer groups' are."""
+    from . import events as ev
+
+    if epoch != group.group_epoch and group.group_epoch > 0:
+        group.rebalances += 1
+        group.last_rebalance_ts = timestamp
+        size = len(group.members)
+        out.append(ev.Rebalance(group.group_id, offset, timestamp, group.group_type, epoch, group.group_epoch,
+                                (ev.RebalanceCause.UNKNOWN,), size, size, None, None, None))
+    group.group_epoch = epoch
+    group.update_state(offset, timestamp, out)

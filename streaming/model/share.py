@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import events as ev
-from ._base import id_assignment, member_metadata
+from ._base import change_state, id_assignment, member_metadata, replay_group_epoch
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, ShareGroupState, \
     apply, derive_share_group_state
 
@@ -61,20 +60,10 @@ class ShareGroup:
 
     def update_state(self, offset: int, timestamp: int, out: list) -> None:
         new = derive_share_group_state(len(self.members))
-        if new != self.state:
-            out.append(ev.GroupStateChanged(self.group_id, offset, timestamp, GroupType.SHARE, self.state.value,
-                                            new.value))
-            self.state = new
+        change_state(self, new, offset, timestamp, out)
 
     def replay_epoch(self, epoch: int, offset: int, timestamp: int, out: list) -> None:
-        if epoch != self.group_epoch and self.group_epoch > 0:
-            self.rebalances += 1
-            self.last_rebalance_ts = timestamp
-            out.append(ev.Rebalance(self.group_id, offset, timestamp, GroupType.SHARE, epoch, self.group_epoch,
-                                    (ev.RebalanceCause.UNKNOWN,), len(self.members), len(self.members), None, None,
-                                    None))
-        self.group_epoch = epoch
-        self.update_state(offset, timestamp, out)
+        replay_group_epoch(self, epoch, offset, timestamp, out)
 
     def replay_member(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
         """Type 10.

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 from protocol.records import StreamsMemberState
 
-from . import events as ev
-from ._base import member_metadata
+from ._base import change_state, member_metadata, replay_group_epoch
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, StreamsGroupState, \
     apply, derive_streams_group_state
 
@@ -72,20 +71,10 @@ class StreamsGroup:
         new = derive_streams_group_state(len(self.members), self.topology_epoch is not None, self.group_epoch,
                                          self.assignment_epoch,
                                          ((m.member_epoch, m.state) for m in self.members.values()))
-        if new != self.state:
-            out.append(ev.GroupStateChanged(self.group_id, offset, timestamp, GroupType.STREAMS, self.state.value,
-                                            new.value))
-            self.state = new
+        change_state(self, new, offset, timestamp, out)
 
     def replay_epoch(self, epoch: int, offset: int, timestamp: int, out: list) -> None:
-        if epoch != self.group_epoch and self.group_epoch > 0:
-            self.rebalances += 1
-            self.last_rebalance_ts = timestamp
-            out.append(ev.Rebalance(self.group_id, offset, timestamp, GroupType.STREAMS, epoch, self.group_epoch,
-                                    (ev.RebalanceCause.UNKNOWN,), len(self.members), len(self.members), None, None,
-                                    None))
-        self.group_epoch = epoch
-        self.update_state(offset, timestamp, out)
+        replay_group_epoch(self, epoch, offset, timestamp, out)
 
     def replay_topology(self, epoch: int | None, offset: int, timestamp: int, out: list) -> None:
         self.topology_epoch = epoch
