@@ -45,6 +45,12 @@ def default_demo_dir() -> Path:
     ``groupscope status`` looks there when no tables are configured."""
     if os.environ.get("GROUPSCOPE_DEMO_DIR"):
         return Path(os.environ["GROUPSCOPE_DEMO_DIR"]).expanduser()
+    return state_demo_dir()
+
+
+def state_demo_dir() -> Path:
+    """The demo folder in the user's state folder, whatever ``$GROUPSCOPE_DEMO_DIR`` says: the one a shell without
+    that variable finds."""
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(state) / "groupscope" / "demo"
 
@@ -298,8 +304,11 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         echo(f"groupscope demo: {took}, before the first batch was written. Logs: {root} ({LOG_FILE}, spark.log)")
         return 0
     echo(f"groupscope demo: {took}. Data: {root} (Delta tables {', '.join(tables)}; logs {LOG_FILE}, spark.log)")
+    # Another shell may not have --dir's or $GROUPSCOPE_DEMO_DIR's folder in mind: name it unless it is the one
+    # `groupscope status` finds by itself.
+    elsewhere = root.resolve() != state_demo_dir().resolve()
     echo("groupscope demo: see the groups again with: groupscope status"
-         + ("" if options.directory is None else f" --delta-path {root / 'delta'}"))
+         + (f" --delta-path {root / 'delta'}" if elsewhere else ""))
     return 0
 
 

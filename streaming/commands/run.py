@@ -243,6 +243,7 @@ def status(config, delta_path, as_json) -> None:
 
     path = settings.delta.path
     several = configured_cluster_tables(settings)
+    demo_delta = None
     if not several and delta_path is None and path == type(settings.delta)().path \
             and not (Path(path) / "groups").exists():
         # Nothing configured and no job's tables here: the tables of the last groupscope demo, if any.
@@ -257,7 +258,9 @@ def status(config, delta_path, as_json) -> None:
         rows = load_clusters_status(several, storage_options=settings.delta.storage_options) if several else \
             load_status(path, storage_options=settings.delta.storage_options)
     except FileNotFoundError as exc:
-        click.echo(f"groupscope status: {exc}", err=True)
+        hint = "" if demo_delta is None else (f"; nor a demo's under {demo_delta}. Name the tables' folder with "
+                                              "--delta-path (a demo's is delta/ in its --dir)")
+        click.echo(f"groupscope status: {exc}{hint}", err=True)
         sys.exit(1)
     if as_json:
         import json

@@ -340,6 +340,8 @@ def test_demo_in_a_terminal_twice_and_under_a_pipe(tmp_path):
     found = re.search(r"^stopped +EMPTY +0 +[\d,]+ +([\d,.]+) ", last, re.M)
     assert found and float(found.group(1).replace(",", "")) >= 60, ("lag seconds measured, not bounded", last)
     assert re.search(r"stopped after \d+ s\. Data: .* \(Delta tables commits, group_events, lag, groups", piped_text)
+    # --dir's folder is not where `groupscope status` looks by itself: the hint names it.
+    assert f"see the groups again with: groupscope status --delta-path {piped_dir / 'delta'}\n" in piped_text
     for marker in TRACE_MARKERS:
         assert marker not in piped_text, marker
     assert_tables_show_the_verdicts(piped_dir / "delta")

@@ -4,6 +4,7 @@ only a lower bound marked as such; an 80-column terminal that shows one line per
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from streaming.model.shard import GroupCoordinatorShard
 from streaming.model.states import GroupType
 from streaming.schema.tables import GROUPS, event_row, group_row
 from streaming.sinks.delta import DeltaSink
+from tests.cli_helpers import REPO
 
 T0 = 1_800_000_000_000
 LONG_WHY = ("stopped-logs:0: group has no members for 75 s; 1,500 behind, last commit 75 s ago: nobody is "
@@ -270,3 +272,21 @@ def test_status_on_a_narrow_terminal_keeps_every_reason_whole():
         assert any(line.startswith(name + " ") for line in lines), lines  # as much of the name as fits
         why = " ".join(line.strip() for line in lines if line.startswith(" ")).replace(WHY_INDENT.strip() + " ", "")
         assert LONG_WHY in why
+
+
+def test_status_without_tables_says_where_it_looked_and_how_to_name_the_folder(tmp_path):
+    """No job's tables in the working directory and no demo's in $GROUPSCOPE_DEMO_DIR: one line naming both places
+    and the option that names the folder, exit 1 (a demo run with --dir, looked at from another shell)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPSCOPE_")}
+    env["GROUPSCOPE_DEMO_DIR"] = str(tmp_path / "demo")
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-m", "streaming.commands.cli", "status"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.splitlines() == [
+        "groupscope status: no groups table under groupscope-data/delta (has the job written a batch yet?); nor a "
+        f"demo's under {tmp_path / 'demo' / 'delta'}. Name the tables' folder with --delta-path (a demo's is delta/ "
+        "in its --dir)"]
