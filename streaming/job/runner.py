@@ -98,6 +98,15 @@ class ClusterRun:
         s = self.settings
         self.log.info("starting: cluster %s, Kafka at %s, checkpoint %s, Delta tables in %s", s.cluster,
                       s.kafka.get("bootstrap.servers", "?"), s.spark.checkpoint, s.delta.path)
+        # Kafka first: a wrong address is one line, and leaves no empty table folder behind.
+        access = KafkaAccess(s.kafka)
+        try:
+            access.wait_reachable(8.0)  # an unreachable cluster is one line within 10 s, not minutes of retries
+            partitions = access.partitions(s.source.offsets_topic)
+        except KafkaUnavailable as exc:
+            message = str(exc) if str(exc).startswith("cannot reach") else \
+                f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}"
+            raise (ClusterNotYet if self.several else RuntimeError)(message) from None
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
             if s.delta.enabled and s.delta.writer == "deltalake" else None
         if delta is not None:
@@ -109,14 +118,6 @@ class ClusterRun:
             self.maintenance = DeltaMaintenance(delta, s.delta.maintenance)
             self._started.append(("delta maintenance", self.maintenance.stop))
 
-        access = KafkaAccess(s.kafka)
-        try:
-            access.wait_reachable(8.0)  # an unreachable cluster is one line within 10 s, not minutes of retries
-            partitions = access.partitions(s.source.offsets_topic)
-        except KafkaUnavailable as exc:
-            message = str(exc) if str(exc).startswith("cannot reach") else \
-                f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}"
-            raise (ClusterNotYet if self.several else RuntimeError)(message) from None
         if not partitions:
             if self.several:  # the other clusters go on; this one is tried again later
                 raise ClusterNotYet(f"topic {s.source.offsets_topic} does not exist yet at {access.bootstrap} (Kafka "

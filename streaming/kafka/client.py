@@ -26,6 +26,9 @@ __all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "Reachability", "con
 LIBRDKAFKA_LOGGER = "groupscope.librdkafka"
 _CONNECT_FAILED = re.compile(r"Connect to \S+ failed: (?P<reason>[^(]+?)\s*(\(after|$)")
 _RESOLVE_FAILED = re.compile(r"Failed to resolve '(?P<host>[^']+)': (?P<reason>[^(]+?)\s*(\(after|$)")
+# A listener that is not plaintext Kafka (an HTTP server, a TLS port): librdkafka's advice for these is misleading
+# ("increase receive.message.max.bytes"); groupscope's own line says what answered (streaming.kafka.listener_probe).
+_NOT_KAFKA = re.compile(r"Invalid response size|incorrect security\.protocol")
 _NUMBERS = re.compile(r"\d+")
 _KAFKA_ERROR = re.compile(r'KafkaError\{[^}]*?str="([^"]*)"\}')  # KafkaError{code=..,val=..,str="what"} -> what
 
@@ -43,9 +46,15 @@ class _Librdkafka(logging.Filter):
         self._seen: dict[str, tuple[float, int]] = {}
         self.connect_failures = 0
         self.last_failure_reason: str | None = None
+        self.not_kafka_answers = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
+        if _NOT_KAFKA.search(message):
+            with self._lock:
+                self.not_kafka_answers += 1
+            if not logging.getLogger(LIBRDKAFKA_LOGGER).isEnabledFor(logging.DEBUG):
+                return False  # groupscope's own line says what answered
         failed = _CONNECT_FAILED.search(message) or _RESOLVE_FAILED.search(message)
         if failed:
             reason = failed.group("reason").strip()
@@ -175,8 +184,9 @@ class KafkaAccess:
         """Returns once the cluster answers a metadata request; otherwise raises :class:`KafkaUnavailable` with one
         line naming the servers, the reason librdkafka saw and how many connection attempts failed in how long."""
         started = time.monotonic()
-        before = _FILTER.connect_failures
+        before, odd_before = _FILTER.connect_failures, _FILTER.not_kafka_answers
         last: Exception | None = None
+        not_kafka: str | None = None
         while True:
             left = timeout_s - (time.monotonic() - started)
             if left <= 0:
@@ -188,13 +198,28 @@ class KafkaAccess:
                 last = exc
             finally:
                 self._admin.poll(0)  # hands the log lines queued meanwhile to the logger (and the counter)
+            if _FILTER.not_kafka_answers > odd_before and (not_kafka := self._what_answers()):
+                break  # something other than Kafka answers: waiting longer changes nothing
         attempts = _FILTER.connect_failures - before
         reason = (_FILTER.last_failure_reason or "").lower() if attempts else ""
+        if not_kafka is None and (not attempts or _FILTER.not_kafka_answers > odd_before):
+            not_kafka = self._what_answers()  # connected, yet no metadata: ask what is listening
+        reason = not_kafka or reason
         if not reason and last is not None:
             err = last.args[0] if last.args else last
             reason = getattr(err, "str", lambda: str(err))()
-        raise KafkaUnavailable(f"cannot reach Kafka at {self.bootstrap}: {reason or 'no answer'} "
-                               f"({attempts} attempts in {time.monotonic() - started:.0f} s)")
+        took = time.monotonic() - started
+        tried = f"{attempts} attempts in {took:.0f} s" if attempts else f"for {took:.0f} s"
+        raise KafkaUnavailable(f"cannot reach Kafka at {self.bootstrap}: {reason or 'no answer'} ({tried})")
+
+    def _what_answers(self) -> str | None:
+        """Why the first bootstrap address is not a plaintext Kafka listener, if it is not one."""
+        from streaming.kafka.listener_probe import first_address, probe_listener
+
+        if str(self._kafka.get("security.protocol", "plaintext")).lower() != "plaintext":
+            return None
+        address = first_address(self.bootstrap)
+        return probe_listener(*address) if address else None
 
     def poll_logs(self) -> None:
         """Hands librdkafka's log lines queued by the admin client to the logger (and its failure counter)."""
