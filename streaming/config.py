@@ -386,11 +386,30 @@ def unknown_environment(environ: Any = None) -> list[str]:
         section = upper.removeprefix("GROUPSCOPE_").split("__", 1)[0].lower()
         if section in sections:
             continue
+        # The nearest short name (GROUPSCOPE_BOOTSTRAP: GROUPSCOPE_KAFKA_BOOTSTRAP), else the nearest section.
+        near_alias = difflib.get_close_matches(upper, list(_AliasEnv.ALIASES), n=1, cutoff=0.75)
         near = difflib.get_close_matches(section, sections, n=1)
-        hint = f" (did you mean GROUPSCOPE_{near[0].upper()}{upper[len('GROUPSCOPE_') + len(section):]}?)" \
-            if near else f" (sections: {', '.join(sections)})"
+        if near_alias:
+            hint = f" (did you mean {near_alias[0]}?)"
+        elif near:
+            hint = f" (did you mean GROUPSCOPE_{near[0].upper()}{upper[len('GROUPSCOPE_') + len(section):]}?)"
+        else:
+            hint = f" (sections: {', '.join(sections)}; short names: {', '.join(_AliasEnv.ALIASES)})"
         lines.append(f"environment: {name}: no setting {section!r}{hint}")
     return lines
+
+
+def _nearest_setting(loc: tuple) -> str | None:
+    """The setting beside ``loc`` whose name is nearest its last part (a misspelt key), if one is near."""
+    model: Any = Settings
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    near = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return near[0] if near else None
 
 
 def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
@@ -400,9 +419,14 @@ def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
         msg = err["msg"].removeprefix("Value error, ")
         if where == "(top level)" and ": " in msg:  # a check across sections names the setting itself
             where, msg = msg.split(": ", 1)
+        variable = _environment_variable(tuple(err["loc"])) if origin != "flag" else None
         if err["type"] == "extra_forbidden":
             msg = "unknown setting"
-        variable = _environment_variable(tuple(err["loc"])) if origin != "flag" else None
+            near = _nearest_setting(tuple(err["loc"]))
+            if near is not None:
+                loc = (*err["loc"][:-1], near)
+                msg += (f" (did you mean GROUPSCOPE_{'__'.join(str(p).upper() for p in loc)}?)" if variable
+                        else f" (did you mean {'.'.join(str(p) for p in loc)}?)")
         lines.append(f"environment: {variable}: {where}: {msg}" if variable else f"{origin}: {where}: {msg}")
     return lines
 
@@ -410,9 +434,7 @@ def format_errors(exc: ValidationError, origin: str = "config") -> list[str]:
 def load_settings(path: str | None = None, overrides: dict[str, Any] | None = None) -> Settings:
     """Reads the file (if any), the environment and ``overrides`` (from flags). Raises :class:`ConfigError`."""
     global _FILE_VALUES
-    unknown = unknown_environment()
-    if unknown:
-        raise ConfigError(unknown)
+    unknown = unknown_environment()  # said together with the other bad settings, every one in one line
     file_values: dict[str, Any] = {}
     if path:
         try:
@@ -434,9 +456,11 @@ def load_settings(path: str | None = None, overrides: dict[str, Any] | None = No
     try:
         settings = Settings(**(overrides or {}))
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc, path or "config")) from None
+        raise ConfigError(unknown + format_errors(exc, path or "config")) from None
     finally:
         _FILE_VALUES = {}
+    if unknown:
+        raise ConfigError(unknown)
     try:
         clusters = settings.cluster_settings()  # every cluster's merged settings are valid, or one line per bad one
     except ConfigError as exc:
