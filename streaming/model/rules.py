@@ -113,6 +113,10 @@ class Ownership:
     # when the group's assignment last changed (its last rebalance; None: not known): a partition that moved since
     # has had its new owner for that long at most
     assigned_since_ms: int | None = None
+    # how long the owner has been silent (a consumer-protocol member that has not followed the group's epoch for
+    # the judge's silent_after: killed, crashed or cut off, in the group only until its session expires); None:
+    # not known to be silent
+    owner_silent_ms: int | None = None
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -378,6 +382,12 @@ def evaluate_partition(
             return Verdict(Status.WARN, "owner_busy_elsewhere",
                            f"owner {ownership.owner_label} commits its other partitions but not this one for "
                            f"{quiet_s:.0f} s; {current_lag} behind")
+        if ownership.owner_silent_ms is not None:
+            # A stuck application's member keeps heartbeating and follows the group; this one does not.
+            return Verdict(Status.STOP, "silent_member",
+                           f"owner {ownership.owner_label} stopped heartbeating at least {ownership.owner_silent_ms / 1000:.0f} "
+                           f"s ago (killed, crashed or cut off) and holds the partition until its session expires; "
+                           f"no commit for {quiet_s:.0f} s, {current_lag} behind")
         return Verdict(Status.STOP, "stuck_member",
                        f"owner {ownership.owner_label} is still in the group but committed nothing for "
                        f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
@@ -422,5 +432,5 @@ def group_status(statuses) -> Status:
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
 RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
-         "partition_held", "owner_busy_elsewhere", "stuck_member", "waiting_turn", "stalled", "falling_behind",
+         "partition_held", "owner_busy_elsewhere", "silent_member", "stuck_member", "waiting_turn", "stalled", "falling_behind",
          "progressing")

@@ -495,8 +495,8 @@ class GroupCoordinatorShard:
         measured = [self._measure(topic, p, off, now) for topic, p, off, *_ in rows]
         # While replaying history every status but ERR is held at OK (old commits must not raise STOP), so the rules
         # and the membership facts they read are not worked out at all (most of a snapshot's time while replaying).
-        status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, [m[2] for m in measured], th) \
-            if caught_up else None
+        status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, [m[2] for m in measured], th, now,
+                                         self.judge.config.silent_after_ms) if caught_up else None
         parts: list[ev.PartitionLag] = []
         for i, (topic, p, off, epoch, md, cts) in enumerate(rows):
             end, lag, secs, lower, lwm, ends_list = measured[i]
@@ -660,8 +660,10 @@ class _GroupStatusRules:
 
     def __init__(self, g, members: tuple[ev.MemberSnapshot, ...], owners: Mapping[tuple[str, int], ev.MemberSnapshot],
                  store: OffsetStore, gid: str, rows: Sequence[tuple], behind_s: Sequence[float | None],
-                 th: Thresholds) -> None:
-        """``behind_s``: how far behind each row is now, in seconds (None: no end-offset history)."""
+                 th: Thresholds, now_ms: int, silent_after_ms: int) -> None:
+        """``behind_s``: how far behind each row is now, in seconds (None: no end-offset history).
+        ``silent_after_ms``: how long a consumer-protocol member may go without following the group's epoch
+        before it is known to have stopped heartbeating (the rebalance judge's threshold)."""
         self.th = th
         simple = isinstance(g, ClassicGroup) and g.is_simple
         known = not simple
@@ -690,6 +692,13 @@ class _GroupStatusRules:
             self.subscribed = {t for m in g.members.values() for t in m.topics}
         # One Ownership per member (and one for unowned partitions), shared by its partitions.
         rebalanced = getattr(g, "last_rebalance_ts", None)
+        silent_ms: dict[str, int] = {}
+        if isinstance(g, ConsumerGroup):
+            for m in members:
+                live = g.members.get(m.member_id)
+                missed = live.missed_bump() if live is not None else None
+                if missed is not None and now_ms - missed >= silent_after_ms:
+                    silent_ms[m.member_id] = now_ms - missed
         self.unowned = Ownership(known, empty, None, "", None, None, assignment_known)
         self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
         self.ownership_of = {
@@ -697,7 +706,7 @@ class _GroupStatusRules:
                                    owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
                                    owner_windows=tuple(owner_windows[m.member_id]),
                                    owner_behind_ms=tuple(owner_behind[m.member_id]),
-                                   assigned_since_ms=rebalanced)
+                                   assigned_since_ms=rebalanced, owner_silent_ms=silent_ms.get(m.member_id))
             for m in members}
 
     def evaluate(self, row: int, topic: str, owner: ev.MemberSnapshot | None, ends: Sequence[tuple[int, int]],

@@ -206,3 +206,20 @@ def test_members_killed_after_their_assignment_are_a_storm_before_the_first_ghos
                 if e.scope == "group" and e.group == "ax"]
     assert verdicts and verdicts[0][0] == "storm", verdicts
     assert verdicts[0][1] <= kills[0] + 30_000 < kills[0] + 45_000, (verdicts[0][1] - kills[0])
+
+
+def test_a_killed_member_holding_partitions_is_told_from_a_stuck_one():
+    """Both are STOP (nothing consumes the partition), but the reason an SRE reads differs: a SIGKILLed
+    consumer-protocol member no longer follows the group's epoch and holds its partitions only until its session
+    expires; a member whose processing hangs while its heartbeat thread keeps it in the group is stuck. In the
+    KIP-848 recording nobody hangs, and the members left holding partitions are the flapper's killed instances; in
+    the stalled-consumer recording one member hangs, and nobody is killed."""
+    kip848 = [e for e in replay_recording(load_recording(_path())) if e.scope == "partition" and e.verdict == "STOP"]
+    silent = [e for e in kip848 if "stopped heartbeating" in e.reason]
+    assert silent and all(e.group == "k8-storm" and e.reason.startswith("owner k8s-f@") for e in silent), silent
+    assert not [e for e in kip848 if "stuck consumer" in e.reason], kip848
+    stalled = [e for e in replay_recording(load_recording(_path().parent / "stalled_consumer"))
+               if e.scope == "partition" and e.verdict == "STOP"]
+    stuck = [e for e in stalled if "stuck consumer" in e.reason]
+    assert stuck and {e.group for e in stuck} == {"stl-stuck"}, stalled
+    assert not [e for e in stalled if "stopped heartbeating" in e.reason], stalled
