@@ -3,19 +3,21 @@ group (on a terminal) or as JSON lines (for tools, and whenever the output is no
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 
 import click
 
-from streaming.offline.recording.load import Recording, RecordingError, load_recording
+from streaming.offline.recording.load import (Recording, RecordingError, clock_samples, load_recording,
+                                              recording_folder)
 from streaming.offline.recording.replay import TimelineEntry, replay_recording
 
 __all__ = ["replay"]
 
 
 @click.command()
-@click.argument("recording", type=click.Path(file_okay=False))
+@click.argument("recording", type=click.Path())
 @click.option("--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
               help="groupscope YAML config whose model thresholds to use (default: built-in defaults).")
 @click.option("--group", "groups", multiple=True, metavar="GROUP", help="Only these groups (repeatable).")
@@ -24,7 +26,10 @@ __all__ = ["replay"]
                    "line) and a summary per group; json: one JSON line per change. Default: text on a terminal, "
                    "else json.")
 def replay(recording: str, config_path: str | None, groups: tuple[str, ...], fmt: str | None) -> None:
-    """Replay a recording (records.jsonl or segments/, plus end_offsets.jsonl) through the job's model and rules.
+    """Replay a recording through the job's model and rules: RECORDING is its folder (records.jsonl or
+    segments/, and end_offsets.jsonl), or one of those in it. Without end_offsets.jsonl only the rebalance
+    verdicts are judged (statuses need end offsets), on a clock of one step a second to 4 minutes after the last
+    record.
 
     As JSON, one line per verdict change: {"t_ms", "group", "scope", "topic", "partition", "verdict",
     "previous", "reason"}, on the recording's own clock.
@@ -32,10 +37,15 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...], fmt
     from streaming.job.step import StepConfig
 
     try:
-        rec = load_recording(recording)
+        rec = load_recording(recording, end_offsets_required=False)
     except RecordingError as exc:
         click.echo(f"groupscope replay: {exc}", err=True)
         sys.exit(2)
+    statuses_judged = bool(rec.samples)
+    if not statuses_judged:
+        rec = dataclasses.replace(rec, samples=clock_samples(rec.records))
+        click.echo(f"groupscope replay: no end_offsets.jsonl in {recording_folder(recording)}: rebalance verdicts "
+                   "only (partition statuses need end offsets)", err=True)
     step_config = StepConfig()
     if config_path:
         from streaming.config import ConfigError, load_settings
@@ -51,10 +61,11 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...], fmt
     shown = []
     for entry in replay_recording(rec, step_config):
         seen.add(entry.group)
-        if not wanted or entry.group in wanted:
+        if (not wanted or entry.group in wanted) and (statuses_judged or entry.scope == "group"):
             shown.append(entry)
     as_text = fmt == "text" or (fmt is None and sys.stdout.isatty())
-    for line in (text_lines(shown, _start_ms(rec, shown)) if as_text else (e.to_json() for e in shown)):
+    for line in (text_lines(shown, _start_ms(rec, shown), statuses_judged) if as_text
+                 else (e.to_json() for e in shown)):
         click.echo(line)
     missing = sorted(wanted - seen)
     if missing:  # a mistyped name must not read as a group with nothing to report
@@ -70,10 +81,10 @@ def _start_ms(rec: Recording, entries: list[TimelineEntry]) -> int:
     return entries[0].t_ms if entries else 0
 
 
-def text_lines(entries: list[TimelineEntry], start_ms: int) -> list[str]:
+def text_lines(entries: list[TimelineEntry], start_ms: int, statuses_judged: bool = True) -> list[str]:
     """The timeline for a person: one line per change, the partitions of one topic that changed the same way at
     the same moment on one line (``orders:0-3,5``), then one summary line per group (its rebalance verdicts in
-    order, and how its partitions ended)."""
+    order, and how its partitions ended, when statuses were judged)."""
     merged: dict[tuple, list[int]] = {}
     for e in entries:
         key = (e.t_ms, e.group, e.scope, e.topic, e.verdict, e.previous, e.reason)
@@ -95,8 +106,8 @@ def text_lines(entries: list[TimelineEntry], start_ms: int) -> list[str]:
     for group in sorted(set(final) | set(verdicts)):
         ended = Counter(final.get(group, {}).values())
         now = ", ".join(f"{n} {status}" for status, n in sorted(ended.items())) or "none"
-        lines.append(f"{group}: rebalance verdicts {', '.join(verdicts.get(group, [])) or 'none'}; "
-                     f"partitions at the end: {now}")
+        lines.append(f"{group}: rebalance verdicts {', '.join(verdicts.get(group, [])) or 'none'}"
+                     + (f"; partitions at the end: {now}" if statuses_judged else ""))
     return lines
 
 

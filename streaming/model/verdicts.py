@@ -603,7 +603,7 @@ class RebalanceJudge:
             chain.clear()
             j.chain_reported = False
         if verdict is not None:
-            out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep))
+            out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep, settled=True))
         return out
 
     def _storm_quiet_ms(self, j: _GroupJudgement) -> int:
@@ -637,7 +637,7 @@ class RebalanceJudge:
         j.chain_reported = True
         ep = _Episode(chain[0][1], last_ms, offset, size_before, False, baseline, size_now, len(chain), len(chain),
                       1, 0, 0, False, 0, sum(c[2] for c in chain))
-        return self._verdict(gid, j, "rolling_restart", offset, at, ep)
+        return self._verdict(gid, j, "rolling_restart", offset, at, ep, settled=True)
 
     @staticmethod
     def _only_young_restarts(ep: _Episode, j: _GroupJudgement) -> bool:
@@ -694,23 +694,29 @@ class RebalanceJudge:
                 and ep.size_now >= ep.size_before)
 
     def _verdict(self, gid: str, j: _GroupJudgement, verdict: str, offset: int, at: int,
-                 ep: _Episode | None = None) -> ev.Event:
+                 ep: _Episode | None = None, *, settled: bool = False) -> ev.Event:
+        """The verdict event, counted. ``settled``: taken on time, once the group stayed quiet (else at a
+        rebalance)."""
         ep = ep if ep is not None else j.episode
         assert ep is not None
         j.episode = None
         span = (ep.last_ms - ep.start_ms) / 1000.0
+        # A verdict taken once the group stayed quiet is read later than its last rebalance: say so, so that a
+        # timeline line does not read as if the group changed then.
+        waited = (at - ep.last_ms) / 1000.0
+        quiet = f" (no membership change in the {waited:.0f} s since)" if settled and waited >= 1 else ""
         if verdict == "rolling_restart":
-            reason = (f"{ep.departures} of {ep.size_before} members restarted one at a time in {span:.0f} s, "
-                      f"size back to {ep.size_now}")
+            reason = (f"{ep.departures} of {_members(ep.size_before)} restarted one at a time in {span:.0f} s, "
+                      f"size back to {ep.size_now}{quiet}")
             event: ev.Event = ev.RollingRestart(gid, offset, at, ep.rebalances, span, ep.start_ms, (),
                                                 reason=reason)
         else:
             mixed = f", {ep.departures} left and {ep.joins} joined" if ep.departures and ep.joins else ""
             reason = {
-                "formation": f"group formed with {ep.size_now} members in {span:.0f} s",
-                "scale_out": f"{ep.size_before} -> {ep.size_now} members" + (mixed or ", nobody left"),
-                "scale_in": f"{ep.size_before} -> {ep.size_now} members" + (mixed or ", nobody joined"),
-            }[verdict]
+                "formation": f"group formed with {_members(ep.size_now)} in {span:.0f} s",
+                "scale_out": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody left"),
+                "scale_in": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody joined"),
+            }[verdict] + quiet
             cls = {"formation": ev.GroupFormed, "scale_out": ev.ScaleOut, "scale_in": ev.ScaleIn}[verdict]
             event = cls(gid, offset, at, ep.rebalances, span, ep.start_ms, ep.size_before, ep.size_now,
                         reason=reason)
@@ -754,3 +760,7 @@ def _mark_flaps(window: deque, identity: str) -> int:
             window[k] = (t, ident, True)
             marked += 1
     return marked
+
+
+def _members(n: int) -> str:
+    return f"{n} member" if n == 1 else f"{n} members"

@@ -36,7 +36,7 @@ def test_replay_of_one_group_only():
 def test_a_folder_that_is_not_a_recording_is_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["replay", str(tmp_path)])
     assert result.exit_code == 2
-    assert result.output.count("\n") == 1 and "end_offsets.jsonl" in result.output
+    assert result.output == f"groupscope replay: {tmp_path}: neither records.jsonl nor segments/ found\n"
     (tmp_path / "end_offsets.jsonl").write_text('{"t_ms": 1, "offsets": {}}\n')
     (tmp_path / "records.jsonl").write_text("not json\n")
     result = CliRunner().invoke(cli, ["replay", str(tmp_path)])
@@ -72,3 +72,26 @@ def test_as_text_the_same_changes_read_as_a_timeline_with_a_summary_per_group():
     assert seconds == sorted(seconds) and 0 <= seconds[0] < 60
     assert summary.splitlines() == ["rr-roll: rebalance verdicts formation, rolling_restart; partitions at the end: "
                                     "8 OK"], summary
+
+
+def test_a_capture_without_end_offsets_gives_its_rebalance_verdicts_and_says_statuses_are_not_judged():
+    """The Kafka 4.0 conformance captures hold records only. Named by its records.jsonl, a capture replays on a
+    one-second clock: its groups' rebalance verdicts, no statuses (they would all be an uninformed OK), and one
+    line on stderr saying so."""
+    path = captures_dir() / "conformance" / "kafka-4.0" / "c_consumer_protocol"
+    result = CliRunner().invoke(cli, ["replay", str(path / "records.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (f"groupscope replay: no end_offsets.jsonl in {path}: rebalance verdicts only (partition "
+                             "statuses need end offsets)\n")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines and {e["scope"] for e in lines} == {"group"}
+    formed = {e["group"] for e in lines if e["verdict"] == "formation"}
+    assert {"sc-range", "sc-uniform", "sc-migrate", "sc-regex"} <= formed, lines
+    text = CliRunner().invoke(cli, ["replay", str(path), "--format", "text"]).stdout
+    assert "partitions at the end" not in text and "sc-uniform: rebalance verdicts formation\n" in text, text
+
+
+def test_a_recordings_segments_folder_names_the_recording():
+    path = captures_dir() / "conformance" / "verdicts" / "rewind"
+    by_folder = CliRunner().invoke(cli, ["replay", str(path)]).output
+    assert by_folder and CliRunner().invoke(cli, ["replay", str(path / "segments")]).output == by_folder

@@ -16,7 +16,8 @@ from protocol.batch import CorruptBatch
 
 from streaming.offline.segments import SegmentPathError, find_segments, read_segment
 
-__all__ = ["OffsetsRecord", "EndOffsetSample", "Recording", "RecordingError", "load_recording"]
+__all__ = ["OffsetsRecord", "EndOffsetSample", "Recording", "RecordingError", "load_recording", "clock_samples",
+           "recording_folder"]
 
 
 class RecordingError(ValueError):
@@ -137,18 +138,31 @@ def _samples(path: Path) -> tuple[EndOffsetSample, ...]:
     return tuple(out)
 
 
-def load_recording(path: str | Path) -> Recording:
-    """Reads a recording folder.
+def recording_folder(path: str | Path) -> Path:
+    """The recording a path names: its folder, or a file or the ``segments/`` folder in it."""
+    root = Path(path)
+    if root.is_file() and root.name in ("records.jsonl", "end_offsets.jsonl"):
+        return root.parent
+    if root.is_dir() and root.name == "segments" and not (root / "records.jsonl").exists() and (
+            (root.parent / "end_offsets.jsonl").is_file() or (root.parent / "records.jsonl").is_file()):
+        return root.parent
+    return root
+
+
+def load_recording(path: str | Path, *, end_offsets_required: bool = True) -> Recording:
+    """Reads a recording folder (or the folder of a ``records.jsonl``, ``end_offsets.jsonl`` or ``segments/``
+    named in it). Without ``end_offsets_required``, a recording without end-offset samples has none.
 
     Raises:
-        RecordingError: no ``end_offsets.jsonl``, neither ``records.jsonl`` nor ``segments/``, or a bad line.
+        RecordingError: no ``end_offsets.jsonl`` (when required), neither ``records.jsonl`` nor ``segments/``,
+            or a bad line.
     """
-    root = Path(path)
+    root = recording_folder(path)
     if not root.is_dir():
         raise RecordingError(f"{root}: not a folder (a recording is a folder with records.jsonl or segments/ "
                              "and end_offsets.jsonl)")
     ends = root / "end_offsets.jsonl"
-    if not ends.is_file():
+    if not ends.is_file() and end_offsets_required:
         raise RecordingError(f"{root}: no end_offsets.jsonl (the end-offset samples that play the heartbeats)")
     if (root / "records.jsonl").is_file():
         rows = _from_jsonl(root / "records.jsonl")
@@ -156,4 +170,16 @@ def load_recording(path: str | Path) -> Recording:
         rows = _from_segments(root / "segments")
     else:
         raise RecordingError(f"{root}: neither records.jsonl nor segments/ found")
-    return Recording(root.name, tuple(_visible(rows)), _samples(ends))
+    return Recording(root.name, tuple(_visible(rows)), _samples(ends) if ends.is_file() else ())
+
+
+def clock_samples(records: tuple[OffsetsRecord, ...], *, step_ms: int = 1_000, tail_ms: int = 240_000
+                  ) -> tuple[EndOffsetSample, ...]:
+    """Samples without end offsets, one every ``step_ms`` from the first record to ``tail_ms`` after the last: the
+    clock a recording without ``end_offsets.jsonl`` is replayed on. The tail lets the verdicts that wait for
+    quiet (an episode settling, a group that shrank waiting for its members' return, a storm ending) be taken."""
+    if not records:
+        return ()
+    first = min(r.timestamp for r in records)
+    last = max(r.timestamp for r in records)
+    return tuple(EndOffsetSample(t, {}) for t in range(first, last + tail_ms + 1, step_ms))
