@@ -55,6 +55,9 @@ def find_segments(path: str | os.PathLike[str]) -> list[Segment]:
     if not p.exists():
         raise SegmentPathError(f"{p}: no such file or directory")
     if p.is_file():
+        if p.suffix != ".log" and not _starts_with_a_batch(p):
+            raise SegmentPathError(f"{p}: not a Kafka log segment (no record batch at its start); segments are the "
+                                   "*.log files in __consumer_offsets-N folders")
         return [_segment(p)]
     if _PARTITION_DIR.match(p.name):
         found = _segments_in_partition_dir(p)
@@ -69,6 +72,19 @@ def find_segments(path: str | os.PathLike[str]) -> list[Segment]:
         raise SegmentPathError(f"{p}: no .log segment files found (expected a segment, a __consumer_offsets-N "
                                "directory or a broker log directory)")
     return found
+
+
+def _starts_with_a_batch(path: Path) -> bool:
+    """Whether a file begins like a segment: a batch header (base offset, length, leader epoch, magic 0-2) whose
+    length fits the file. A file named otherwise (a JSON export, a copy of an index) is told apart before its
+    first bytes are read as a batch length."""
+    with open(path, "rb") as fh:
+        head = fh.read(17)
+        size = os.fstat(fh.fileno()).st_size
+    if len(head) < 17:
+        return False
+    length = int.from_bytes(head[8:12], "big", signed=True)
+    return head[16] <= 2 and 0 < length <= size - 12
 
 
 @contextmanager

@@ -95,6 +95,24 @@ def test_exit_status_tells_bad_paths_from_bad_data(segment_dirs, tmp_path):
     assert run_cli("decode", "--format", "kafka", str(source)).returncode == 0
 
 
+def test_a_file_that_is_not_a_segment_is_named_so(segment_dirs, tmp_path):
+    """A JSON export handed to decode is not read as a batch whose length is its first bytes ("declares 975207214
+    bytes"): one line saying what it is not and where segments are, exit 2. A segment copied under another name
+    still decodes."""
+    export = tmp_path / "records.jsonl"
+    export.write_text('{"partition": 0, "offset": 0, "timestamp": 1795311810000}\n' * 50)
+    result = run_cli("decode", str(export))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[0] == (f"groupscope decode: {export}: not a Kafka log segment (no record batch "
+                                             "at its start); segments are the *.log files in __consumer_offsets-N "
+                                             "folders")
+    source = next(segment_dirs["d_transactions"].glob("__consumer_offsets-*/*.log"))
+    renamed = tmp_path / "copy.bin"
+    shutil.copy(source, renamed)
+    copied = run_cli("decode", "--format", "kafka", str(renamed))
+    assert copied.returncode == 0 and copied.stdout.count("\n") > 0, copied.stderr
+
+
 @pytest.mark.parametrize("fmt", ["kafka", "groupscope"])
 def test_partition_comes_from_the_folder_or_is_left_out(segment_dirs, tmp_path, fmt):
     source = next(segment_dirs["d_transactions"].glob("__consumer_offsets-*/*.log"))
