@@ -39,7 +39,8 @@ def decode(paths: tuple[str, ...], fmt: str, no_verify_crc: bool) -> None:
               help="A __consumer_offsets-N directory, a broker log directory, or one segment file.")
 @click.option("--until", metavar="OFFSETS.json",
               help='Stop each partition at an exclusive offset: {"<partition>": <offset>, ...}.')
-@click.option("--end-offsets", metavar="FILE", help='Log-end offsets for lag: {"topic:partition": <offset>, ...}.')
+@click.option("--end-offsets", metavar="FILE", help='Log-end offsets for lag: {"topic:partition": <offset>, ...}, or '
+              "a recording's end_offsets.jsonl (its last sample).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object {\"groups\": {...}} instead of tables.")
 def describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool) -> None:
     """Rebuild every group from segment files, as kafka-consumer-groups.sh --describe would show it."""

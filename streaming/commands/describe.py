@@ -39,10 +39,30 @@ def parse_until(path: str) -> dict[int, int]:
     return out
 
 
+def _last_sample(path: str) -> dict | None:
+    """The high watermarks of the last sample of a recording's ``end_offsets.jsonl`` (one ``{"t_ms", "offsets":
+    {"topic:partition": {"high", ...}}}`` per line), or None when the file is not one."""
+    try:
+        lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        last = json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(last, dict) and isinstance(last.get("offsets"), dict) and "t_ms" in last):
+        return None
+    return {tp: v.get("high") if isinstance(v, dict) else v for tp, v in last["offsets"].items()}
+
+
 def parse_end_offsets(path: str) -> dict[tuple[str, int], int]:
-    """``{"topic:partition": log_end_offset, ...}``."""
+    """``{"topic:partition": log_end_offset, ...}``, or a recording's ``end_offsets.jsonl`` (its last sample's
+    high watermarks: the log ends when the recording stopped)."""
     out = {}
-    for key, value in _load_json_object(path, "--end-offsets").items():
+    try:
+        given = _load_json_object(path, "--end-offsets")
+    except InputError:
+        given = _last_sample(path)
+        if given is None:
+            raise
+    for key, value in given.items():
         topic, sep, partition = str(key).rpartition(":")
         try:
             if not sep or not topic:

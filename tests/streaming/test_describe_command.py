@@ -93,3 +93,20 @@ def test_bad_until_file_is_one_line(segment_dirs, tmp_path, content, message):
 def test_missing_segments_dir_is_one_line(tmp_path):
     result = run_cli("describe", "--segments", str(tmp_path / "nope"))
     assert result.returncode == 2 and result.stderr.strip().endswith("no such file or directory")
+
+
+def test_a_recordings_end_offsets_file_gives_the_log_ends_of_its_last_sample(tmp_path):
+    """A recording's end_offsets.jsonl (one sample per second) is taken as the log ends when it stopped: the lag
+    column is what kafka-consumer-groups.sh printed at the end of the recording (its cli.txt)."""
+    from tests.conftest import captures_dir
+
+    recording = captures_dir() / "conformance" / "verdicts" / "rewind"
+    result = run_cli("describe", "--segments", str(recording / "segments"), "--end-offsets",
+                     str(recording / "end_offsets.jsonl"), "--json")
+    assert result.returncode == 0, result.stderr
+    last = json.loads((recording / "end_offsets.jsonl").read_text().splitlines()[-1])["offsets"]
+    lags = {tp: v for g in json.loads(result.stdout)["groups"].values() for tp, v in g["lag"].items()}
+    assert lags and all(v["log_end"] == last[tp]["high"] for tp, v in lags.items()), lags
+    (tmp_path / "bad.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
+    bad = run_cli("describe", "--segments", str(recording / "segments"), "--end-offsets", str(tmp_path / "bad.jsonl"))
+    assert bad.returncode == 2 and "not JSON" in bad.stderr
