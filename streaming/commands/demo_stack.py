@@ -280,8 +280,8 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
 
             keeping = job is not None and job.spark is not None and recording_class_archive(job.spark)
             echo("groupscope demo: stopping" + (" (this first time also keeping the JVM's class archive, so that the "
-                                                "next starts are faster: a few seconds, more on a busy machine; Ctrl-C again "
-                                                "leaves without it)" if keeping else ""))
+                                                "next starts are faster: a few seconds, more on a busy machine; "
+                                                "Ctrl-C again leaves without it)" if keeping else ""))
         for runner in runners:
             try:
                 runner.stop()

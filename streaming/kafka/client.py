@@ -187,6 +187,7 @@ class KafkaAccess:
         before, odd_before = _FILTER.connect_failures, _FILTER.not_kafka_answers
         last: Exception | None = None
         not_kafka: str | None = None
+        probed = False  # the listener is asked at most once (streaming.kafka.listener_probe)
         while True:
             left = timeout_s - (time.monotonic() - started)
             if left <= 0:
@@ -198,11 +199,13 @@ class KafkaAccess:
                 last = exc
             finally:
                 self._admin.poll(0)  # hands the log lines queued meanwhile to the logger (and the counter)
-            if _FILTER.not_kafka_answers > odd_before and (not_kafka := self._what_answers()):
-                break  # something other than Kafka answers: waiting longer changes nothing
+            if not probed and _FILTER.not_kafka_answers > odd_before:
+                probed, not_kafka = True, self._what_answers()
+                if not_kafka:
+                    break  # something other than Kafka answers: waiting longer changes nothing
         attempts = _FILTER.connect_failures - before
         reason = (_FILTER.last_failure_reason or "").lower() if attempts else ""
-        if not_kafka is None and (not attempts or _FILTER.not_kafka_answers > odd_before):
+        if not probed and not attempts:
             not_kafka = self._what_answers()  # connected, yet no metadata: ask what is listening
         reason = not_kafka or reason
         if not reason and last is not None:

@@ -187,13 +187,18 @@ class ConsumerGroup:
                 self._finalise(judge, out)
         self.update_state(offset, timestamp, out)
 
+    def missed_bumps(self) -> dict[str, int]:
+        """Present member id -> the first epoch bump it has not followed (:meth:`ConsumerMember.missed_bump`), for
+        the members that missed one."""
+        return {k: since for k, m in self.members.items() if (since := m.missed_bump()) is not None}
+
     def check_silence(self, now_ms: int, judge: RebalanceJudge, out: list) -> None:
         """Tells the judge of the members silent for ``silent_after_ms`` by ``now_ms`` (see
         :meth:`RebalanceJudge.silence`); called from the heartbeat tick once :attr:`silence_due_ms` has come."""
         if self.silence_due_ms is None or now_ms < self.silence_due_ms:
             return
         after = judge.config.silent_after_ms
-        missed = {k: since for k, m in self.members.items() if (since := m.missed_bump()) is not None}
+        missed = self.missed_bumps()
         silent = {k: since for k, since in missed.items() if since + after <= now_ms}
         later = [since + after for since in missed.values() if since + after > now_ms]
         self.silence_due_ms = min(later) if later else None

@@ -385,8 +385,8 @@ def evaluate_partition(
         if ownership.owner_silent_ms is not None:
             # A stuck application's member keeps heartbeating and follows the group; this one does not.
             return Verdict(Status.STOP, "silent_member",
-                           f"owner {ownership.owner_label} stopped heartbeating at least {ownership.owner_silent_ms / 1000:.0f} "
-                           f"s ago (killed, crashed or cut off) and holds the partition until its session expires; "
+                           f"owner {ownership.owner_label} stopped heartbeating at least "
+                           f"{ownership.owner_silent_ms / 1000:.0f} s ago (killed, crashed or cut off) and holds the partition until its session expires; "
                            f"no commit for {quiet_s:.0f} s, {current_lag} behind")
         return Verdict(Status.STOP, "stuck_member",
                        f"owner {ownership.owner_label} is still in the group but committed nothing for "
@@ -432,5 +432,5 @@ def group_status(statuses) -> Status:
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
 RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
-         "partition_held", "owner_busy_elsewhere", "silent_member", "stuck_member", "waiting_turn", "stalled", "falling_behind",
-         "progressing")
+         "partition_held", "owner_busy_elsewhere", "silent_member", "stuck_member", "waiting_turn", "stalled",
+         "falling_behind", "progressing")

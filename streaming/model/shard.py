@@ -692,13 +692,8 @@ class _GroupStatusRules:
             self.subscribed = {t for m in g.members.values() for t in m.topics}
         # One Ownership per member (and one for unowned partitions), shared by its partitions.
         rebalanced = getattr(g, "last_rebalance_ts", None)
-        silent_ms: dict[str, int] = {}
-        if isinstance(g, ConsumerGroup):
-            for m in members:
-                live = g.members.get(m.member_id)
-                missed = live.missed_bump() if live is not None else None
-                if missed is not None and now_ms - missed >= silent_after_ms:
-                    silent_ms[m.member_id] = now_ms - missed
+        silent_ms = {k: now_ms - since for k, since in g.missed_bumps().items()
+                     if now_ms - since >= silent_after_ms} if isinstance(g, ConsumerGroup) else {}
         self.unowned = Ownership(known, empty, None, "", None, None, assignment_known)
         self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
         self.ownership_of = {

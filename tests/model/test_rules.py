@@ -70,8 +70,8 @@ CASES = [
     (9, every(1, 60), produced(100), 400, 100, -1, owned(60), Status.OK, Status.STOP, "stuck_member"),
     # 9b. The same owner, a consumer-protocol member that has not followed the group's epoch for 25 s: it stopped
     #     heartbeating (killed), not stuck in its application, and holds the partition until its session expires.
-    (9.5, every(1, 60), produced(100), 400, 100, -1, Ownership(True, False, "m1", "c1@h", 60_000, owner_silent_ms=25_000),
-     Status.OK, Status.STOP, "silent_member"),
+    (9.5, every(1, 60), produced(100), 400, 100, -1,
+     Ownership(True, False, "m1", "c1@h", 60_000, owner_silent_ms=25_000), Status.OK, Status.STOP, "silent_member"),
     # 10. Busy elsewhere: this partition has no commit for 40 s but its owner committed another partition 1 s
     #     ago (it drains one partition at a time): lagging, not stopped.
     (10, every(1, 60), produced(100), 400, 100, -1, owned(99), Status.OK, Status.WARN, "owner_busy_elsewhere"),
