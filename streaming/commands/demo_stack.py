@@ -146,6 +146,7 @@ def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dic
     (deleted by DeleteGroups or by their last offsets expiring); they stay listed, last, marked deleted, so a group
     that vanishes says why."""
     from streaming.commands.status_view import deleted_row, sort_by_severity, verdict_columns
+    from streaming.model.rules import shown_status
 
     rows = []
     for gid, g in view.groups.items():
@@ -153,7 +154,7 @@ def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dic
         rows.append({
             "group": gid, "type": g.get("group_type"), "state": g.get("state"), "members": g.get("member_count"),
             "lag": g.get("sum_lag"), "max_lag": g.get("max_lag"), "lag_seconds": secs, "lag_seconds_lower_bound": lower,
-            "status": g.get("status"), "rebalances_1h": g.get("rebalances"), "storms": g.get("storms") or 0,
+            "status": shown_status(g.get("status"), g.get("sum_lag")), "rebalances_1h": g.get("rebalances"), "storms": g.get("storms") or 0,
             **verdict_columns(g),
         })
     if gone is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from streaming.model.events import VERDICT_OF_KIND
+from streaming.model.rules import UNJUDGED_REASON, shown_status
 from streaming.sinks.delta import DeltaSink
 
 __all__ = ["load_status", "load_clusters_status", "cluster_tables", "configured_cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
@@ -61,7 +62,7 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
             "lag": g["sum_lag"], "max_lag": g["max_lag"], "lag_seconds": g["max_lag_seconds"],
             # absent from a table no job of this version has written to yet
             "lag_seconds_lower_bound": bool(g.get("max_lag_seconds_lower_bound")),
-            "status": g["status"], "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
+            "status": shown_status(g["status"], g["sum_lag"]), "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
             "updated": g["updated_time"], **verdict_columns({**g, "verdict_lately": g["group_id"] in verdict_lately}),
         })
     present = {g["group_id"] for g in groups}
@@ -138,6 +139,8 @@ def verdict_columns(g: Mapping[str, Any]) -> dict[str, Any]:
         why = g.get("status_reason") or ""
     else:
         why = g.get("verdict_reason") or "" if lately and g.get("verdict") not in (None, "formation") else ""
+        if not why and "sum_lag" in g and shown_status(g.get("status"), g["sum_lag"]) is None:
+            why = UNJUDGED_REASON
     return {"verdict": verdict, "storm_active": storm, "why": why}
 
 

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
+from .rules import shown_status
 from .shard import GroupCoordinatorShard, shards_of
 from .states import GroupType
 
@@ -70,10 +71,11 @@ def describe_group(shard: GroupCoordinatorShard, gid: str,
         "current_state_timestamp": snap.current_state_timestamp,
         "rebalances": snap.rebalances,
         "last_rebalance_timestamp": snap.last_rebalance_timestamp,
-        "status": snap.status.name,
+        # null where nothing was judged (no log end offset known): not "OK"
+        "status": shown_status(snap.status.name, snap.sum_lag),
         "partitions": [{"topic": p.topic, "partition": p.partition, "lag": p.lag, "lag_seconds": p.lag_seconds,
                         "lag_seconds_lower_bound": p.lag_seconds_lower_bound, "data_loss_risk": p.data_loss_risk,
-                        "status": p.status.name, "owner": p.owner} for p in snap.partitions],
+                        "status": shown_status(p.status.name, p.lag), "owner": p.owner} for p in snap.partitions],
     }
     if end_offsets is not None:
         lag = {}
@@ -125,7 +127,7 @@ def render_text(described: dict) -> str:
         epoch = ("EPOCH", g["group_epoch"]) if g["group_epoch"] is not None else ("GENERATION", g["generation"])
         lines.extend(_table(["GROUP", "TYPE", "STATE", "ASSIGNOR", epoch[0], "#MEMBERS", "REBALANCES", "STATUS"],
                             [[gid, str(g["type"]), str(g["state"]), g["partition_assignor"] or "-", str(epoch[1]),
-                              str(len(g["members"])), str(g["rebalances"]), str(g["status"])]]))
+                              str(len(g["members"])), str(g["rebalances"]), g["status"] or "-"]]))
         lines.append("")
         if g["members"]:
             static = any(m["group_instance_id"] for m in g["members"])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["Status", "Thresholds", "Ownership", "Verdict", "evaluate_partition", "group_status", "RULES",
-           "commit_cadence_ms", "UNKNOWN_OWNERSHIP"]
+           "commit_cadence_ms", "UNKNOWN_OWNERSHIP", "shown_status", "UNJUDGED_REASON"]
 
 
 class Status(enum.IntEnum):
@@ -428,6 +428,18 @@ def evaluate_partition(
 def group_status(statuses) -> Status:
     """The worst partition status (OK for a group without partitions)."""
     return max(statuses, default=Status.OK)
+
+
+UNJUDGED_REASON = "lag not known yet: no log end offset has been read for its partitions"
+
+
+def shown_status(status: str | None, lag: int | None) -> str | None:
+    """The status to show a person, by name: None where it is OK only because no log end offset is known (rule
+    ``no_end_offsets``: lag has nothing to be measured against, e.g. after a backfill or before the first
+    heartbeat), so that "OK" never stands for "not judged". REWIND and ERR are judged from the commits and the low
+    watermark alone and are shown as they are. ``lag``: the partition's lag, or the group's summed lag (None
+    where no partition has a known end)."""
+    return None if status == Status.OK.name and lag is None else status
 
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).

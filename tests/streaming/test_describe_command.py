@@ -27,6 +27,9 @@ def test_json_matches_replay_at_every_snapshot(segment_dirs, tmp_path, scenario)
         end_map = {(k.rsplit(":", 1)[0], int(k.rsplit(":", 1)[1])): v for k, v in ends.items()}
         expected = describe(replay(scenario, hws, "raw"), end_map)
         assert set(got["groups"]) == set(snap["describe_consumer_groups"])
+        # no log-end history: no group or partition status was judged, and none reads as OK
+        assert {g["status"] for g in got["groups"].values()} == {None}
+        assert {p["status"] for g in got["groups"].values() for p in g["partitions"]} <= {None}
         for gid, want in expected["groups"].items():
             have = got["groups"][gid]
             for field in ("group_id", "type", "state", "partition_assignor", "members", "offsets", "lag"):
@@ -51,7 +54,8 @@ def test_text_output_lists_groups_members_and_lag(segment_dirs, tmp_path):
     at = lines.index(next(line for line in lines if line.startswith("GROUP ") and " TYPE " in line))
     group = _columns(lines[at], lines[at + 1])
     assert list(group) == ["GROUP", "TYPE", "STATE", "ASSIGNOR", "GENERATION", "#MEMBERS", "REBALANCES", "STATUS"]
-    assert group["GROUP"] == "sa-coop" and group["TYPE"] == "CLASSIC" and group["STATUS"] == "OK"
+    # segment files hold no history of the log ends, so nothing judged the group: "-", never an unearned "OK"
+    assert group["GROUP"] == "sa-coop" and group["TYPE"] == "CLASSIC" and group["STATUS"] == "-"
     assert all(lines[at + 1][lines[at].index(name)] != " " for name in group)  # each value starts under its header
     offsets_at = next(i for i, line in enumerate(lines) if line.startswith("GROUP ") and "CURRENT-OFFSET" in line)
     first = _columns(lines[offsets_at], lines[offsets_at + 1])

@@ -17,6 +17,7 @@ from streaming.commands.status_view import (
     COMPACT_COLUMNS, WHY_INDENT, compact_lines, format_lag_seconds, load_status, render_status, sort_by_severity,
     status_table, verdict_columns,
 )
+from streaming.model.rules import UNJUDGED_REASON
 from streaming.model import events as ev
 from streaming.model.shard import GroupCoordinatorShard
 from streaming.model.states import GroupType
@@ -53,6 +54,13 @@ def test_the_reason_shown_is_the_one_to_act_on():
     assert deploy["why"] == "4 of 4 restarted"
     formed = verdict_columns({"status": "OK", "verdict": "formation", "verdict_reason": "formed"})
     assert formed["why"] == ""
+    # OK only because no log end is known: the reason says lag is unknown, unless a verdict has news
+    unjudged = verdict_columns({"status": "OK", "sum_lag": None, "verdict": "formation", "verdict_reason": "formed"})
+    assert unjudged["why"] == UNJUDGED_REASON
+    judged = verdict_columns({"status": "OK", "sum_lag": 0, "verdict": "formation", "verdict_reason": "formed"})
+    assert judged["why"] == ""
+    scaled = verdict_columns({"status": "OK", "sum_lag": None, "verdict": "scale_out", "verdict_reason": "2 -> 3"})
+    assert scaled["why"] == "2 -> 3"
 
 
 def test_table_has_verdict_and_why_columns():
@@ -129,6 +137,29 @@ def test_lower_bound_from_the_model_to_the_delta_table_to_status(tmp_path):
         lagging_line = next(line for line in lines if "lagging" in line)
         # no lower-bound mark (">" before the seconds); the reason beside it on a wide terminal may say "10 -> 15"
         assert not re.search(r"\s>\d", lagging_line) and re.search(r"\s90\.0\s", lagging_line), lagging_line
+
+
+def test_a_group_whose_lag_is_unknown_reads_back_as_not_judged_rather_than_ok(tmp_path):
+    """After a backfill, or before the first heartbeat, no log end is known: the model's rule keeps the status OK
+    (metrics and alerts stay quiet), but ``status`` must not tell a person the group was judged healthy."""
+    shard = GroupCoordinatorShard(3)
+    _replay(shard, 0, T0, b.new_offset_commit("unjudged", "u", 0, 10, commit_timestamp=T0))
+    _replay(shard, 1, T0, b.new_offset_commit("judged", "t", 0, 10, commit_timestamp=T0))
+    shard.apply_heartbeat(T0 + 1_000, {("t", 0): 10})  # only topic t's end is known
+    now = T0 + 2_000
+    snapshots = {g.group_id: g for g in shard.snapshot(now).groups}
+    assert snapshots["unjudged"].status.name == "OK" and snapshots["unjudged"].sum_lag is None
+    sink = DeltaSink(tmp_path, app_id="t")
+    sink.write_batch(0, {"groups": pa.Table.from_pylist([group_row(snapshots[g], shard=3, now_ms=now)
+                                                          for g in ("unjudged", "judged")], schema=GROUPS)})
+    rows = {r["group"]: r for r in load_status(str(tmp_path), now=dt.datetime.fromtimestamp(now / 1000,
+                                                                                          dt.timezone.utc))}
+    assert (rows["unjudged"]["status"], rows["unjudged"]["why"]) == (None, UNJUDGED_REASON)
+    assert (rows["judged"]["status"], rows["judged"]["why"]) == ("OK", "")
+    console = Console(width=200, force_terminal=True, record=True, color_system=None)
+    render_status(list(rows.values()), console=console)
+    line = next(text for text in _plain(console) if "unjudged" in text)
+    assert " OK " not in line and "lag not known yet" in line, line
 
 
 def test_groups_gone_in_the_last_hour_are_listed_as_deleted(tmp_path):
