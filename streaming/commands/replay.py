@@ -4,7 +4,10 @@ group (on a terminal) or as JSON lines (for tools, and whenever the output is no
 from __future__ import annotations
 
 import dataclasses
+import re
+import shutil
 import sys
+import textwrap
 from collections import Counter
 
 import click
@@ -64,7 +67,9 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...], fmt
         if (not wanted or entry.group in wanted) and (statuses_judged or entry.scope == "group"):
             shown.append(entry)
     as_text = fmt == "text" or (fmt is None and sys.stdout.isatty())
-    for line in (text_lines(shown, _start_ms(rec, shown), statuses_judged) if as_text
+    # on a terminal, lines are wrapped at word boundaries to its width; into a pipe, one line per change
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    for line in (text_lines(shown, _start_ms(rec, shown), statuses_judged, width) if as_text
                  else (e.to_json() for e in shown)):
         click.echo(line)
     missing = sorted(wanted - seen)
@@ -81,20 +86,31 @@ def _start_ms(rec: Recording, entries: list[TimelineEntry]) -> int:
     return entries[0].t_ms if entries else 0
 
 
-def text_lines(entries: list[TimelineEntry], start_ms: int, statuses_judged: bool = True) -> list[str]:
+# Narrower than this beside the columns, a reason goes under its change's line instead of beside it.
+REASON_MIN_WIDTH = 40
+
+
+def text_lines(entries: list[TimelineEntry], start_ms: int, statuses_judged: bool = True,
+               width: int | None = None) -> list[str]:
     """The timeline for a person: one line per change, the partitions of one topic that changed the same way at
     the same moment on one line (``orders:0-3,5``), then one summary line per group (its rebalance verdicts in
-    order, and how its partitions ended, when statuses were judged)."""
+    order, and how its partitions ended, when statuses were judged).
+
+    ``width``: a terminal's width. The reason is then wrapped at word boundaries and its continuation lines start
+    under its first word (or, beside columns too wide to leave ``REASON_MIN_WIDTH``, it goes under the change,
+    indented), so the time column stays the only thing at the left edge; the terminal's own wrapping cut words and
+    filled that edge with text. None: no wrapping (a pipe, a file)."""
     merged: dict[tuple, list[int]] = {}
     for e in entries:
         key = (e.t_ms, e.group, e.scope, e.topic, e.verdict, e.previous, e.reason)
         merged.setdefault(key, []).append(-1 if e.partition is None else e.partition)
-    width = max((len(e.group) for e in entries), default=5)
+    group_width = max((len(e.group) for e in entries), default=5)
     lines = []
     for (t_ms, group, scope, topic, verdict, previous, reason), parts in merged.items():
         where = "(group)" if scope == "group" else f"{topic}:{_ranges(parts)}"
         change = f"{previous} -> {verdict}" if previous else verdict
-        lines.append(f"{(t_ms - start_ms) / 1000:8.1f} s  {group:<{width}}  {where:<16} {change:<28} {reason}")
+        lines.extend(_wrapped(f"{(t_ms - start_ms) / 1000:8.1f} s  {group:<{group_width}}  {where:<16} "
+                              f"{change:<28} ", reason, width))
     lines.append("")
     final: dict[str, dict[tuple[str, int], str]] = {}
     verdicts: dict[str, list[str]] = {}
@@ -106,9 +122,33 @@ def text_lines(entries: list[TimelineEntry], start_ms: int, statuses_judged: boo
     for group in sorted(set(final) | set(verdicts)):
         ended = Counter(final.get(group, {}).values())
         now = ", ".join(f"{n} {status}" for status, n in sorted(ended.items())) or "none"
-        lines.append(f"{group}: rebalance verdicts {', '.join(verdicts.get(group, [])) or 'none'}"
-                     + (f"; partitions at the end: {now}" if statuses_judged else ""))
+        summary = (f"{group}: rebalance verdicts {', '.join(verdicts.get(group, [])) or 'none'}"
+                   + (f"; partitions at the end: {now}" if statuses_judged else ""))
+        lines.extend(textwrap.wrap(summary, width, subsequent_indent="  ", break_on_hyphens=False)
+                     if width else [summary])
     return lines
+
+
+# A figure and its unit ("45 s") stay on one line: joined by a no-break space while wrapping (textwrap breaks only
+# at ASCII whitespace), given back as a plain space after.
+_FIGURE_AND_UNIT = re.compile(r"(\d) (ms|s|min|h|members?)\b")
+
+
+def _wrapped(columns: str, reason: str, width: int | None) -> list[str]:
+    """One change: its columns and its reason, wrapped to ``width`` (see :func:`text_lines`)."""
+    if not width or len(columns) + len(reason) <= width:
+        return [columns + reason]
+    glued = _FIGURE_AND_UNIT.sub("\\1\u00a0\\2", reason)
+    room = width - len(columns)
+    if room >= REASON_MIN_WIDTH:
+        first, *rest = textwrap.wrap(glued, room, break_on_hyphens=False) or [""]
+        lines = [columns + first, *(" " * len(columns) + line for line in rest)]
+    else:
+        indent = " " * 12  # under the group's name, past the time column
+        lines = [columns.rstrip(), *textwrap.wrap(glued, max(REASON_MIN_WIDTH, width - len(indent)),
+                                                  initial_indent=indent, subsequent_indent=indent,
+                                                  break_on_hyphens=False)]
+    return [line.replace("\u00a0", " ") for line in lines]
 
 
 def _ranges(numbers: list[int]) -> str:

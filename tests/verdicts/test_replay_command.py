@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from click.testing import CliRunner
 
@@ -95,3 +96,41 @@ def test_a_recordings_segments_folder_names_the_recording():
     path = captures_dir() / "conformance" / "verdicts" / "rewind"
     by_folder = CliRunner().invoke(cli, ["replay", str(path)]).output
     assert by_folder and CliRunner().invoke(cli, ["replay", str(path / "segments")]).output == by_folder
+
+
+def continuation_of(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith(" " * 12)]
+
+
+def test_as_text_on_a_terminal_reasons_wrap_at_word_boundaries_within_its_width():
+    """On a terminal the reasons are wrapped to its width at word boundaries: beside the columns when at least
+    REASON_MIN_WIDTH is left, else under the change; only change lines start at the left edge, and the words of
+    every reason are all there, in order. Without a width (a pipe) nothing is wrapped."""
+    from streaming.commands.replay import REASON_MIN_WIDTH, text_lines
+    from streaming.offline.recording.load import load_recording
+    from streaming.offline.recording.replay import replay_recording
+
+    rec = load_recording(captures_dir() / "conformance" / "verdicts" / "kip848_storm_and_rolling")
+    entries = list(replay_recording(rec))
+    start = rec.samples[0].t_ms
+    unwrapped = text_lines(entries, start)
+    timeline = unwrapped[:unwrapped.index("")]
+    assert max(len(line) for line in timeline) > 120  # long reasons: something to wrap
+    for width in (160, 100, 70):
+        lines = text_lines(entries, start, width=width)
+        assert max(len(line) for line in lines) <= width, width
+        changes = lines[:lines.index("")]
+        starts = [i for i, line in enumerate(changes) if not line.startswith(" " * 12)]
+        assert len(starts) == len(timeline), width  # continuation lines are indented, change lines are not
+        for i, (j, original) in enumerate(zip(starts, timeline)):
+            block = changes[j:starts[i + 1] if i + 1 < len(starts) else len(changes)]
+            assert " ".join(" ".join(block).split()) == " ".join(original.split()), (width, original)
+        # a figure keeps its unit: no continuation line starts with the "s" of "45 s"
+        assert not [line for line in continuation_of(changes) if re.match(r"(s|ms)\b", line.strip())], width
+        columns = 12 + max(len(e.group) for e in entries) + 2 + 16 + 1 + 28 + 1  # time, group, where, change
+        continuation = continuation_of(changes)
+        assert continuation, width
+        if width - columns >= REASON_MIN_WIDTH:  # beside: continued under the reason's first word
+            assert all(line.startswith(" " * columns) and line[columns] != " " for line in continuation), width
+        else:  # under the change, past the time column
+            assert all(line[12] != " " for line in continuation), width
