@@ -390,7 +390,19 @@ class ConsumerGroup:
         elif pending is not None and self.epoch_views is None:
             epoch, old_epoch, offset, timestamp = pending
             if views:
-                judge.baseline(self.group_id, offset, timestamp, {k: v.identity for k, v in views.items()})
+                formed = None
+                if epoch == 1:
+                    # The group's first epoch in a log that holds its whole life (a compacted log starts at a later
+                    # one): its formation is its first rebalance, as a classic group's first generation is.
+                    causes, joined, _ = infer_causes({}, views, partitions_after=partitions or None)
+                    known = self.assignment_epoch >= epoch  # nothing was owned before: nothing moved or stayed
+                    self.rebalances += 1
+                    self.last_rebalance_ts = timestamp
+                    formed = ev.Rebalance(self.group_id, offset, timestamp, GroupType.CONSUMER, epoch, old_epoch,
+                                          causes, 0, len(views), 0 if known else None, 0 if known else None, None,
+                                          joined, ())
+                    out.append(formed)
+                judge.baseline(self.group_id, offset, timestamp, {k: v.identity for k, v in views.items()}, formed)
             self.epoch_ts = timestamp
         self.departed_silent = {}
         self.epoch_views = views

@@ -232,10 +232,14 @@ class RebalanceJudge:
 
     # ---- input ---------------------------------------------------------------------------------------------
 
-    def baseline(self, group_id: str, offset: int, timestamp: int, identities: Mapping[str, str]) -> None:
+    def baseline(self, group_id: str, offset: int, timestamp: int, identities: Mapping[str, str],
+                 rebalance: ev.Rebalance | None = None) -> None:
         """The first membership seen for a group (generation 1, or a new consumer group's first epoch): a
-        formation episode starts here."""
+        formation episode starts here. ``rebalance``: the group's first epoch as a rebalance, counted with the
+        others (causes, partitions moved) though not judged as churn."""
         j = self.groups.setdefault(group_id, _GroupJudgement())
+        if rebalance is not None:
+            self._account(j, rebalance)
         for mid, ident in identities.items():
             j.members.setdefault(mid, (timestamp, ident, False))
         if identities and j.episode is None and j.storm_since is None:

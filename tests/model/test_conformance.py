@@ -240,3 +240,26 @@ def test_transactions_scenario_has_aborts_and_open_transactions():
     kinds = {raw["control"]["type"] for *_, raw in recs if raw["control"]}
     assert kinds == {"COMMIT", "ABORT"}
     assert any(not raw["visible_read_committed"] for *_, raw in recs if not raw["batch"]["is_control"])
+
+
+@pytest.mark.parametrize("scenario", ["a_classic", "c_consumer_protocol"])
+def test_every_generation_or_epoch_in_a_groups_whole_life_is_one_rebalance(scenario):
+    """A group's rebalance count is the number of generations (classic) or group epochs (consumer protocol) it went
+    through, its formation included, whichever its protocol: a consumer-protocol group formed with one member
+    shows one rebalance, as a classic one does. Groups that changed protocol (a live migration) are left out: their
+    generations and epochs are one sequence written in two record types."""
+    hws = {int(p): hw for p, hw in truth(scenario)["snapshots"][-1]["consumer_offsets_high_watermarks"].items()}
+    counted = {gid: g["rebalances"] for gid, g in describe(replay(scenario, hws, "raw"))["groups"].items()}
+    written: dict[str, dict[str, set[int]]] = {}  # group -> record type -> generations or epochs >= 1
+    for partition, offset, _, rec, _ in records(scenario):
+        if rec is None or rec.value is None or offset >= hws.get(partition, 0):
+            continue
+        kind = type(rec.value).__name__
+        if kind in ("GroupMetadataValue", "ConsumerGroupMetadataValue"):
+            number = rec.value.generation if kind == "GroupMetadataValue" else rec.value.epoch
+            if number >= 1:
+                group = getattr(rec.key, "group", None) or rec.key.group_id  # GroupMetadataKey, GroupKey
+                written.setdefault(group, {}).setdefault(kind, set()).add(number)
+    single = {gid: next(iter(kinds.values())) for gid, kinds in written.items() if len(kinds) == 1}
+    assert single and any(1 in numbers for numbers in single.values())
+    assert {gid: counted[gid] for gid in single} == {gid: len(numbers) for gid, numbers in single.items()}
