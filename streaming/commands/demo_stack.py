@@ -154,7 +154,8 @@ def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dic
         rows.append({
             "group": gid, "type": g.get("group_type"), "state": g.get("state"), "members": g.get("member_count"),
             "lag": g.get("sum_lag"), "max_lag": g.get("max_lag"), "lag_seconds": secs, "lag_seconds_lower_bound": lower,
-            "status": shown_status(g.get("status"), g.get("sum_lag")), "rebalances_1h": g.get("rebalances"), "storms": g.get("storms") or 0,
+            "status": shown_status(g.get("status"), g.get("sum_lag")), "rebalances_1h": g.get("rebalances"),
+            "storms": g.get("storms") or 0,
             **verdict_columns(g),
         })
     if gone is not None:

@@ -62,7 +62,8 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
             "lag": g["sum_lag"], "max_lag": g["max_lag"], "lag_seconds": g["max_lag_seconds"],
             # absent from a table no job of this version has written to yet
             "lag_seconds_lower_bound": bool(g.get("max_lag_seconds_lower_bound")),
-            "status": shown_status(g["status"], g["sum_lag"]), "rebalances_1h": recent.get(g["group_id"], 0), "generation": g["generation"],
+            "status": shown_status(g["status"], g["sum_lag"]), "rebalances_1h": recent.get(g["group_id"], 0),
+            "generation": g["generation"],
             "updated": g["updated_time"], **verdict_columns({**g, "verdict_lately": g["group_id"] in verdict_lately}),
         })
     present = {g["group_id"] for g in groups}
