@@ -1,11 +1,6 @@
-"""Second mode: real consumers. Pure parts here; the run itself needs a real Apache Kafka."""
+"""Second mode: real consumers. Pure parts here; the run itself is in tests/realkafka/test_real_consumers.py."""
 
-from __future__ import annotations
 
-import os
-import time
-
-import pytest
 
 from streaming.simulator.real_consumers import (
     REAL_SCENARIOS,
@@ -34,26 +29,3 @@ def test_consumer_config_maps_the_spec_to_librdkafka_settings():
     assert conf["group.instance.id"] == "i-1" and conf["max.poll.interval.ms"] == "30000"
     assert set(REAL_SCENARIOS) <= {"steady", "lagging", "stalled", "kip848", "storm", "static-restart"}
 
-
-BOOTSTRAP = os.environ.get("GROUPSCOPE_KAFKA_BOOTSTRAP")
-
-
-@pytest.mark.kafka
-@pytest.mark.skipif(not BOOTSTRAP, reason="needs a real Apache Kafka: set GROUPSCOPE_KAFKA_BOOTSTRAP=host:port "
-                                          "(no Kafka broker can run in this environment)")
-def test_real_consumers_form_groups_on_a_real_kafka():
-    from confluent_kafka.admin import AdminClient
-
-    from streaming.simulator.real_consumers import RealConsumerRunner
-
-    topics, specs = plan(["steady", "kip848"], seed=1)
-    runner = RealConsumerRunner(BOOTSTRAP, topics, specs).start()
-    try:
-        time.sleep(30)
-    finally:
-        runner.stop()
-    assert not runner.errors
-    groups = {s.group for s in specs}
-    listed = AdminClient({"bootstrap.servers": BOOTSTRAP}).list_consumer_groups().result(30)
-    assert groups <= {g.group_id for g in listed.valid}
-    assert sum(runner.consumed.values()) > 0

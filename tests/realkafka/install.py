@@ -1,0 +1,113 @@
+"""Apache Kafka's jars, fetched from Maven Central by version and cached outside the repository.
+
+The broker (``kafka_2.13``) and its tools (``kafka-tools``) are plain Maven artifacts; ``pom.xml`` beside this file
+names them with the version as a property, and ``mvn dependency:copy-dependencies`` lays every jar they need into one
+folder, which is all ``java -cp`` needs. The folder is built under a temporary name and renamed into place, so an
+interrupted fetch never leaves a half-filled cache that a later run would trust; a file lock keeps two test
+processes from fetching the same version at once.
+
+The cache lives in ``$GROUPSCOPE_KAFKA_CACHE`` (default ``~/.cache/groupscope/kafka``), one folder per version.
+Nothing here is ever written inside the repository.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+POM = Path(__file__).with_name("pom.xml")
+
+#: The versions the suite runs against: the first release of Kafka 4 and the newest 4.x that resolves. 4.1 changed
+#: the offset-commit value format, so both ends of the range are covered.
+DEFAULT_VERSIONS = ("4.0.0", "4.4.0")
+
+
+class KafkaUnavailable(RuntimeError):
+    """Kafka's jars cannot be had: the message is one line saying what to install or what failed."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("GROUPSCOPE_KAFKA_CACHE", Path.home() / ".cache" / "groupscope" / "kafka"))
+
+
+def test_versions() -> tuple[str, ...]:
+    """The Kafka versions the real-broker tests run against: ``$GROUPSCOPE_TEST_KAFKA_VERSIONS`` (comma-separated;
+    one version for the everyday fast loop) or both ends of the supported range."""
+    raw = os.environ.get("GROUPSCOPE_TEST_KAFKA_VERSIONS", "")
+    versions = tuple(v.strip() for v in raw.split(",") if v.strip())
+    return versions or DEFAULT_VERSIONS
+
+
+@dataclass(frozen=True)
+class KafkaInstall:
+    """One Kafka version's jars in a folder, and how to run a class from them."""
+
+    version: str
+    lib: Path
+
+    @property
+    def version_tuple(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.version.split(".")[:3])
+
+    @property
+    def dump_log_class(self) -> str:
+        # kafka-dump-log moved from the Scala core to the tools module in 4.3.
+        if self.version_tuple >= (4, 3):
+            return "org.apache.kafka.tools.DumpLogSegments"
+        return "kafka.tools.DumpLogSegments"
+
+    def java_command(self, main_class: str, *args: str, heap: str = "256m") -> list[str]:
+        """The command line running ``main_class`` with this version's jars, as Kafka's ``bin/`` scripts do."""
+        return [java_binary(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", f"{self.lib}/*", main_class, *args]
+
+    def run_tool(self, main_class: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Runs one of Kafka's command-line tools to its end; stdout and stderr are captured as text."""
+        return subprocess.run(self.java_command(main_class, *args), capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+
+def java_binary() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise KafkaUnavailable("java not found: the real-broker tests need Java 17 or newer "
+                               "(Debian: apt-get install openjdk-17-jre-headless)")
+    return java
+
+
+def kafka_install(version: str) -> KafkaInstall:
+    """The jars of Kafka ``version``, fetched with Maven on first use and cached."""
+    java_binary()
+    lib = cache_root() / version / "lib"
+    if _complete(lib, version):
+        return KafkaInstall(version, lib)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaUnavailable("mvn not found: the real-broker tests fetch Apache Kafka's jars from Maven Central "
+                               "with Maven (Debian: apt-get install maven)")
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with open(lib.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _complete(lib, version):
+            return KafkaInstall(version, lib)
+        tmp = lib.with_name(f"lib.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        done = subprocess.run(
+            [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}", "dependency:copy-dependencies",
+             f"-DoutputDirectory={tmp}"], capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0 or not _complete(tmp, version):
+            errors = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line]
+            reason = errors[0].replace("[ERROR]", "").strip() if errors else f"exit status {done.returncode}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise KafkaUnavailable(f"cannot fetch Apache Kafka {version} from Maven Central: {reason}")
+        shutil.rmtree(lib, ignore_errors=True)
+        tmp.rename(lib)
+    return KafkaInstall(version, lib)
+
+
+def _complete(lib: Path, version: str) -> bool:
+    return (lib / f"kafka_2.13-{version}.jar").is_file() and (lib / f"kafka-tools-{version}.jar").is_file()
