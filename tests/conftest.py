@@ -63,3 +63,11 @@ def captures_dir() -> Path:
 @pytest.fixture(scope="session")
 def captures() -> Path:
     return captures_dir()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test under ``tests/realkafka/`` runs against a real broker: marked ``kafka`` so a loop can leave them
+    out (``-m 'not kafka'``) without a list of files to keep up to date."""
+    for item in items:
+        if "realkafka" in item.path.parts:
+            item.add_marker(pytest.mark.kafka)
