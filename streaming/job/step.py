@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from protocol.arrow import decode_arrow
 from protocol.codec import decode_record
 from protocol.errors import CodecError
+from protocol import Uuid
 
 from streaming.schema.heartbeat_format import HeartbeatError, decode_heartbeat
 from streaming.model import events as ev
@@ -330,13 +331,16 @@ class ShardStep:
         keys = records.column("key")
         values = records.column("value")
         replayed = decoded.select(["group_id", "topic", "partition", "committed_offset", "leader_epoch", "metadata",
-                                   "commit_timestamp"]).take(pa.array(positions, pa.int64()))
-        group, topic, partition, committed, epoch, metadata, commit_ts = (c.to_pylist() for c in replayed.columns)
+                                   "commit_timestamp", "topic_id"]).take(pa.array(positions, pa.int64()))
+        group, topic, partition, committed, epoch, metadata, commit_ts, topic_id = (
+            c.to_pylist() for c in replayed.columns)
         is_commit = (is_offset & ~tombstone)[positions].tolist()
         offsets = offsets_col[positions].tolist()
         stamps = ts_ms[positions].tolist()
         for j, i in enumerate(positions.tolist()):
             if is_commit[j]:
+                if topic_id[j] is not None:  # a v4 commit (Kafka 4.1+) names the id KIP-848 assignments use
+                    model.topic_names.setdefault(Uuid.parse(topic_id[j]), topic[j])
                 model.replay_offset_commit(offsets[j], group[j], topic[j], partition[j], committed[j], epoch[j],
                                            metadata[j], commit_ts[j], stamps[j])
                 touched.add(group[j])
