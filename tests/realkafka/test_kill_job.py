@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
-from tests.spark.harness import HEARTBEAT, OFFSETS, oracle_model
+from tests.spark.harness import HEARTBEAT, oracle_model, read_committed
 from tests.spark.test_restart import stable_counters
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,35 +162,6 @@ class Load:
         metadata.close()
 
 
-def read_offsets_topic(bootstrap: str, isolation: str) -> list[tuple[int, int, int, bytes, bytes | None]]:
-    """Every record of ``__consumer_offsets`` a consumer with ``isolation.level=isolation`` sees, up to the log end
-    (read_uncommitted) or the last stable offset (read_committed), as ``(partition, offset, timestamp, key,
-    value)``."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kill-oracle-{isolation}",
-                  "isolation.level": isolation, "enable.auto.commit": False, "log_level": 3})
-    partitions = len(c.list_topics(OFFSETS, timeout=30).topics[OFFSETS].partitions)
-    ends = {}
-    for p in range(partitions):
-        low, high = c.get_watermark_offsets(TopicPartition(OFFSETS, p), timeout=30, cached=False)
-        if high > low:
-            ends[p] = high
-    c.assign([TopicPartition(OFFSETS, p, 0) for p in ends])
-    out, done = [], set()
-    deadline = time.monotonic() + 60
-    while len(done) < len(ends):
-        assert time.monotonic() < deadline, f"could not read __consumer_offsets to its end ({isolation})"
-        for m in c.consume(5000, 0.5):
-            if m.error() is None:
-                out.append((m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value()))
-        for tp in c.position([TopicPartition(OFFSETS, p) for p in ends]):
-            # read_committed stops at the last stable offset, which the trailing control record keeps below the
-            # high watermark; an empty poll at a position past the data is the end too.
-            if tp.offset >= ends[tp.partition] - 1:
-                done.add(tp.partition)
-    c.close()
-    return sorted(out)
-
-
 def is_offset_commit(key: bytes | None) -> bool:
     """Key versions 0 and 1 of ``__consumer_offsets`` are offset commits (2 is group metadata, 3+ KIP-848)."""
     return key is not None and len(key) >= 2 and struct.unpack(">h", key[:2])[0] in (0, 1)
@@ -286,8 +257,8 @@ def test_kill_9_under_load_on_a_real_broker(own_kafka, tmp_path):
             batches_at_kill.append(finished_batches(checkpoint))
         load.stop()
         assert not load.errors, load.errors
-        committed = read_offsets_topic(bootstrap, "read_committed")
-        uncommitted = read_offsets_topic(bootstrap, "read_uncommitted")
+        committed = read_committed(bootstrap)
+        uncommitted = read_committed(bootstrap, isolation="read_uncommitted")
         job = start_job(config, log)
         # Caught up: /ready, and the counters on /metrics settled (three equal scrapes 3 s apart).
         metrics = stable_counters(port, job, log, 150)
@@ -309,7 +280,8 @@ def test_kill_9_under_load_on_a_real_broker(own_kafka, tmp_path):
             time.sleep(1)
         events = DeltaTable(str(tmp_path / "delta" / "group_events")).to_pyarrow_table(
             columns=["shard", "offset", "kind", "detail"])
-        groups = {r["group_id"]: r for r in DeltaTable(str(tmp_path / "delta" / "groups")).to_pyarrow_table().to_pylist()}
+        group_rows = DeltaTable(str(tmp_path / "delta" / "groups")).to_pyarrow_table().to_pylist()
+        groups = {r["group_id"]: r for r in group_rows}
         tail = log.read_text()
         job.send_signal(signal.SIGTERM)
         job.wait(90)

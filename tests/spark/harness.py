@@ -76,9 +76,11 @@ def fill_topic(bootstrap: str, topic: str, partition: int, count: int) -> None:
     p.flush(30)
 
 
-def read_committed(bootstrap: str, topic: str = OFFSETS, partitions: int = 50) -> list:
-    """Every record a read_committed consumer sees, as ``(partition, offset, timestamp, key, value)``."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "oracle", "isolation.level": "read_committed",
+def read_committed(bootstrap: str, topic: str = OFFSETS, partitions: int = 50, *,
+                   isolation: str = "read_committed") -> list:
+    """Every record a read_committed consumer sees, as ``(partition, offset, timestamp, key, value)``
+    (``isolation="read_uncommitted"``: aborted transactions' records too)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "oracle", "isolation.level": isolation,
                   "enable.auto.commit": False, "log_level": 3})
     ends = {}
     for p in range(partitions):
