@@ -57,18 +57,24 @@ def dumplog_reference(captures: Path) -> dict[tuple[str, int, int], tuple[Any, A
         for path in sorted((scenario / "dumplog").glob("*.txt")):
             partition = int(re.search(r"__consumer_offsets-(\d+)\.", path.name).group(1))  # type: ignore[union-attr]
             for line in path.read_text(encoding="utf-8").splitlines():
-                m = _DUMP_LINE.match(line)
-                if m:
-                    payload = m.group(3)
-                    ref[(scenario.name, partition, int(m.group(1)))] = (
-                        json.loads(m.group(2)),
-                        payload if payload == "<DELETE>" else json.loads(payload),
-                    )
-                    continue
-                m = _MARKER_LINE.match(line)
-                if m:
-                    ref[(scenario.name, partition, int(m.group(1)))] = ("marker", (m.group(2), int(m.group(3))))
+                parsed = parse_dump_line(line)
+                if parsed is not None:
+                    ref[(scenario.name, partition, parsed[0])] = parsed[1]
     return ref
+
+
+def parse_dump_line(line: str) -> tuple[int, tuple[Any, Any]] | None:
+    """One record line of ``kafka-dump-log --offsets-decoder``: ``(offset, (key object, payload object or
+    "<DELETE>"))``, or ``(offset, ("marker", (type, coordinator epoch)))`` for a transaction marker; None for the
+    tool's other lines (batch headers, file names)."""
+    m = _DUMP_LINE.match(line)
+    if m:
+        payload = m.group(3)
+        return int(m.group(1)), (json.loads(m.group(2)), payload if payload == "<DELETE>" else json.loads(payload))
+    m = _MARKER_LINE.match(line)
+    if m:
+        return int(m.group(1)), ("marker", (m.group(2), int(m.group(3))))
+    return None
 
 
 def rebuild_segments(captures: Path, scenario: str, out_dir: Path) -> list[Path]:
