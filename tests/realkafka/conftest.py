@@ -1,6 +1,6 @@
 """Fixtures: a real Apache Kafka broker per tested version, started once per session and stopped at its end.
 
-Each version in ``test_versions()`` (both ends of the supported range unless ``$GROUPSCOPE_TEST_KAFKA_VERSIONS``
+Each version in ``tested_versions()`` (both ends of the supported range unless ``$REALKAFKA_VERSIONS``
 names others) gets its own broker on free loopback ports. A missing Java or Maven, a version that cannot be fetched
 or a broker that does not start fails the tests that need it with one line (and the broker's last log lines):
 these tests never skip.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.realkafka.broker import BrokerFailed, KafkaBroker
-from tests.realkafka.install import KafkaInstall, KafkaUnavailable, kafka_install, test_versions
+from tests.realkafka.install import KafkaInstall, KafkaUnavailable, kafka_install, tested_versions
 
 
 def _install(version: str) -> KafkaInstall:
@@ -21,7 +21,7 @@ def _install(version: str) -> KafkaInstall:
         pytest.fail(str(exc), pytrace=False)
 
 
-@pytest.fixture(scope="session", params=test_versions())
+@pytest.fixture(scope="session", params=tested_versions())
 def kafka(request, tmp_path_factory) -> KafkaBroker:
     """A running broker of each tested version, shared by the tests of a session. Tests create their own topics
     and groups with names of their own, so they do not see each other's."""
@@ -37,7 +37,7 @@ def kafka(request, tmp_path_factory) -> KafkaBroker:
 @pytest.fixture(scope="session")
 def newest_kafka_install() -> KafkaInstall:
     """The newest tested version's jars, for tests that start (and stop, kill or freeze) a broker of their own."""
-    return _install(max(test_versions(), key=lambda v: tuple(int(p) for p in v.split("."))))
+    return _install(max(tested_versions(), key=lambda v: tuple(int(p) for p in v.split("."))))
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ folder, which is all ``java -cp`` needs. The folder is built under a temporary n
 interrupted fetch never leaves a half-filled cache that a later run would trust; a file lock keeps two test
 processes from fetching the same version at once.
 
-The cache lives in ``$GROUPSCOPE_KAFKA_CACHE`` (default ``~/.cache/groupscope/kafka``), one folder per version.
+The cache lives in ``$REALKAFKA_CACHE`` (default ``~/.cache/groupscope/kafka``), one folder per version.
 Nothing here is ever written inside the repository.
 """
 
@@ -31,13 +31,13 @@ class KafkaUnavailable(RuntimeError):
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("GROUPSCOPE_KAFKA_CACHE", Path.home() / ".cache" / "groupscope" / "kafka"))
+    return Path(os.environ.get("REALKAFKA_CACHE", Path.home() / ".cache" / "groupscope" / "kafka"))
 
 
-def test_versions() -> tuple[str, ...]:
-    """The Kafka versions the real-broker tests run against: ``$GROUPSCOPE_TEST_KAFKA_VERSIONS`` (comma-separated;
+def tested_versions() -> tuple[str, ...]:
+    """The Kafka versions the real-broker tests run against: ``$REALKAFKA_VERSIONS`` (comma-separated;
     one version for the everyday fast loop) or both ends of the supported range."""
-    raw = os.environ.get("GROUPSCOPE_TEST_KAFKA_VERSIONS", "")
+    raw = os.environ.get("REALKAFKA_VERSIONS", "")
     versions = tuple(v.strip() for v in raw.split(",") if v.strip())
     return versions or DEFAULT_VERSIONS
 

@@ -51,7 +51,7 @@ def test_a_missing_java_or_maven_is_one_line_naming_the_package(monkeypatch, tmp
     import shutil
 
     which = shutil.which
-    monkeypatch.setenv("GROUPSCOPE_KAFKA_CACHE", str(tmp_path))  # an empty cache: the jars must be fetched
+    monkeypatch.setenv("REALKAFKA_CACHE", str(tmp_path))  # an empty cache: the jars must be fetched
     monkeypatch.setattr("tests.realkafka.install.shutil.which", lambda name: None if name == missing else which(name))
     with pytest.raises(KafkaUnavailable) as failed:
         kafka_install("4.0.0")

@@ -16,16 +16,13 @@ rest by then and must be equal too. A mismatch fails with the list of every diff
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -61,20 +58,8 @@ def kafka_now(broker: KafkaBroker) -> dict[str, GroupView]:
     return kafka_views(tables, types)
 
 
-@contextmanager
-def settings_environment() -> Iterator[None]:
-    """The suite's own ``GROUPSCOPE_TEST_*`` variables hidden while groupscope reads its settings: groupscope
-    refuses every ``GROUPSCOPE_*`` variable it does not know (a misspelt setting is an error, not ignored)."""
-    hidden = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("GROUPSCOPE_TEST_")}
-    try:
-        yield
-    finally:
-        os.environ.update(hidden)
-
-
 def settings_for(bootstrap: str, root: Path):
-    with settings_environment():
-        return job_settings(bootstrap, root, metrics={"enabled": False})
+    return job_settings(bootstrap, root, metrics={"enabled": False})
 
 
 def all_end_offsets(broker: KafkaBroker) -> dict[tuple[str, int], int]:

@@ -218,7 +218,7 @@ def finished_batches(checkpoint: Path) -> int:
 
 
 def test_kill_9_under_load_on_a_real_broker(own_kafka, tmp_path):
-    rng = random.Random(int(os.environ.get("GROUPSCOPE_TEST_SEED", "11")))
+    rng = random.Random(int(os.environ.get("REALKAFKA_SEED", "11")))
     bootstrap = own_kafka.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(EVENTS, 4, 1), NewTopic(HEARTBEAT, 1, 1),
