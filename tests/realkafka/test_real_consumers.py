@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import time
 
-from streaming.simulator.real_consumers import plan
+from confluent_kafka.admin import AdminClient
+
+from streaming.simulator.real_consumers import RealConsumerRunner, plan
 
 
 def test_real_consumers_form_groups_on_a_real_kafka(kafka):
-    from confluent_kafka.admin import AdminClient
-
-    from streaming.simulator.real_consumers import RealConsumerRunner
-
     topics, specs = plan(["steady", "kip848"], seed=1)
+    groups = {s.group for s in specs}
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     runner = RealConsumerRunner(kafka.bootstrap, topics, specs).start()
+    listed: set[str] = set()
     try:
-        time.sleep(30)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not (groups <= listed and all(runner.consumed.values())
+                                                   and len(runner.consumed) == len(specs)):
+            time.sleep(1)
+            listed = {g.group_id for g in admin.list_consumer_groups().result(30).valid}
     finally:
         runner.stop()
     assert not runner.errors
-    groups = {s.group for s in specs}
-    listed = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_consumer_groups().result(30)
-    assert groups <= {g.group_id for g in listed.valid}
-    assert sum(runner.consumed.values()) > 0
+    assert groups <= listed, f"groups the broker never listed: {sorted(groups - listed)}"
+    assert len(runner.consumed) == len(specs) and all(runner.consumed.values()), runner.consumed
