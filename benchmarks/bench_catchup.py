@@ -1,7 +1,11 @@
 """Cold catch-up of a ``__consumer_offsets`` backlog: ``groupscope run`` against a plain consumer, in one run.
 
-A librdkafka mock cluster (a real Kafka-protocol broker over TCP, in this process) is loaded with N offset commits
-(default 5,000,000). Then, against the same broker and in the same run:
+A broker is loaded with N offset commits (default 5,000,000). By default it is a real Apache Kafka broker (one KRaft
+node from ``tests/realkafka``, the newest Kafka version whose jars are cached, on free loopback ports in a temporary
+directory, stopped at the end); ``--bootstrap`` names an existing, empty one instead, and ``--kafka mock`` uses a
+librdkafka mock cluster in this process as earlier versions of this script did. Kafka accepts produce requests to
+``__consumer_offsets`` only from the client id ``__admin_client``, which the loader uses, so the backlog is written
+at producer speed rather than one commit request at a time. Then, against the same broker and in the same run:
 
 (a) the reference: a plain ``confluent_kafka.Consumer`` (``isolation.level=read_committed``) assigned every
     ``__consumer_offsets`` partition from offset 0 reads until each partition reaches its high watermark, touching
@@ -11,26 +15,31 @@ A librdkafka mock cluster (a real Kafka-protocol broker over TCP, in this proces
 (b) ``groupscope run`` as its own process with its default settings (only the broker, the checkpoint, the Delta
     path and the metrics port are given), timed from process start until ``/ready`` answers 200. The checkpoint's
     offset and commit logs say when each micro-batch was planned and when it finished; the resident memory of the
-    process tree (driver Python, the JVM, Spark's Python workers) is sampled every 0.25 s from ``/proc``.
+    process tree (driver Python, the JVM, Spark's Python workers) is sampled every 0.25 s from ``/proc``, and so is
+    the broker's CPU time (the broker's JVM, or the mock broker's thread), per micro-batch.
 
 At the end the ``commits`` Delta table must hold exactly N rows. Usage::
 
-    python benchmarks/bench_catchup.py                       # 5M records, reference and job
+    python benchmarks/bench_catchup.py                       # 5M records, real Kafka, reference and job
     python benchmarks/bench_catchup.py --records 1000000 --job-only
+    python benchmarks/bench_catchup.py --bootstrap HOST:PORT  # an existing, empty broker
+    python benchmarks/bench_catchup.py --kafka mock           # librdkafka's mock cluster
     GROUPSCOPE_SOURCE__READ_TASKS=4 python benchmarks/bench_catchup.py   # settings reach the job's environment
 
-Why these shapes: the mock broker keeps a bounded log per partition (it drops the oldest message sets past a few
-MB), so the backlog is spread evenly over 50 ``__consumer_offsets`` partitions (5,000 groups of 10 partitions:
-each ``__consumer_offsets`` partition gets ~100 groups, ~100k records, ~7 MB) and the script checks that every
-partition still starts at offset 0 and that the high watermarks add up to N before anything is timed.
+The backlog is 5,000 groups of 10 partitions, spread evenly over the ``__consumer_offsets`` partitions (50 on a
+real broker, Kafka's default; 80 on the mock broker, which keeps a bounded log per partition and drops the oldest
+message sets past a few MB). Before anything is timed the script checks that every partition still starts at
+offset 0 and that the high watermarks add up to N.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import resource
 import socket
 import subprocess
 import sys
@@ -47,7 +56,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from bench_job import load_backlog  # noqa: E402
-from proctree import PAGE, MemorySampler, ThreadCpuSampler, thread_cpu_seconds  # noqa: E402
+from proctree import (PAGE, MemorySampler, ProcessCpuSampler, ThreadCpuSampler, process_cpu_seconds,  # noqa: E402
+                      thread_cpu_seconds)
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -86,10 +96,96 @@ def check_backlog(bootstrap: str, partitions: int, records: int) -> dict[int, in
 # ---- (a) the reference ---------------------------------------------------------------------------------------
 
 
-def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[float, int, float]:
+class Broker:
+    """Where the backlog lives: its bootstrap address, what it is, and how its CPU time is read."""
+
+    def __init__(self, bootstrap: str, description: str, *, pid: int | None = None, mock: bool = False) -> None:
+        self.bootstrap, self.description, self.pid, self.mock = bootstrap, description, pid, mock
+
+    def cpu_seconds(self) -> float | None:
+        if self.mock:
+            return thread_cpu_seconds(BROKER_THREAD)
+        return None if self.pid is None else process_cpu_seconds(self.pid)
+
+    def cpu_sampler(self):
+        if self.mock:
+            return ThreadCpuSampler(BROKER_THREAD).start()
+        return None if self.pid is None else ProcessCpuSampler(pid=self.pid).start()
+
+
+def newest_cached_kafka() -> str:
+    """The newest Kafka version whose jars are in the cache (else the newest version the tests run against)."""
+    from tests.realkafka.install import DEFAULT_VERSIONS, cache_root
+
+    def version(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.split("."))
+
+    cached = [p.name for p in cache_root().glob("*") if (p / "lib").is_dir() and p.name[:1].isdigit()]
+    return max(cached or DEFAULT_VERSIONS, key=version)
+
+
+@contextlib.contextmanager
+def open_broker(args, workdir: Path):
+    """The broker of this run, with the heartbeat and events topics created and ``__consumer_offsets`` ready."""
+    if args.kafka == "mock":
+        with MockCluster(1) as mc:
+            mc.create_topic(OFFSETS_TOPIC, args.offsets_partitions)
+            mc.create_topic(HEARTBEAT_TOPIC, 1)
+            mc.create_topic("bench-events", args.partitions)
+            yield Broker(mc.bootstrap_servers, "librdkafka mock cluster (in this process)", mock=True)
+        return
+    broker = None
+    if args.bootstrap:
+        bootstrap, description = args.bootstrap, f"existing broker at {args.bootstrap}"
+    else:
+        from tests.realkafka.broker import KafkaBroker
+        from tests.realkafka.install import kafka_install
+
+        broker = KafkaBroker(kafka_install(args.kafka_version), workdir / "kafka", heap=args.broker_heap)
+        broker.start()
+        bootstrap = broker.bootstrap
+        description = (f"Apache Kafka {broker.version}, one KRaft node (broker and controller), heap "
+                       f"{args.broker_heap}, log directory on {workdir}")
+    try:
+        prepare_real_broker(bootstrap, args.partitions, args.offsets_partitions)
+        yield Broker(bootstrap, description, pid=None if broker is None else broker._proc.pid)
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+def prepare_real_broker(bootstrap: str, partitions: int, offsets_partitions: int) -> None:
+    """Creates the topics the job and the backlog need, and has Kafka create ``__consumer_offsets`` (a coordinator
+    lookup does; nothing is written to it) with every partition led."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    for future in admin.create_topics([NewTopic(HEARTBEAT_TOPIC, 1, 1),
+                                       NewTopic("bench-events", partitions, 1)]).values():
+        try:
+            future.result(60)
+        except Exception as exc:  # noqa: BLE001 - an existing broker may have them
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    deadline = time.monotonic() + 120
+    while True:
+        with contextlib.suppress(Exception):
+            admin.describe_consumer_groups(["bench-coordinator-lookup"])["bench-coordinator-lookup"].result(10)
+        topic = admin.list_topics(OFFSETS_TOPIC, timeout=10).topics.get(OFFSETS_TOPIC)
+        if topic is not None and topic.error is None and len(topic.partitions) == offsets_partitions and all(
+                p.leader >= 0 for p in topic.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            have = None if topic is None or topic.error else len(topic.partitions)
+            raise SystemExit(f"{OFFSETS_TOPIC} has {have} partitions, expected {offsets_partitions} "
+                             "(--offsets-partitions must match the broker's offsets.topic.num.partitions)")
+        time.sleep(0.5)
+
+
+def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool, broker: Broker) -> tuple[float, int, float]:
     """Seconds a single consumer takes to read every record up to the high watermarks, touching key and value; the
-    count it read; the CPU seconds the mock broker's thread spent meanwhile."""
-    broker_cpu = thread_cpu_seconds(BROKER_THREAD)
+    count it read; the CPU seconds the broker spent meanwhile (nan if unknown)."""
+    broker_cpu = broker.cpu_seconds()
     conf = {"bootstrap.servers": bootstrap, "group.id": "bench-reference", "enable.auto.commit": False,
             "isolation.level": "read_committed", "log_level": 3}
     if tuned:  # what streaming.kafka.client.consumer_config adds for the job's range reads
@@ -113,7 +209,8 @@ def read_all(bootstrap: str, highs: dict[int, int], *, tuned: bool) -> tuple[flo
                     remaining.discard(p)
     finally:
         c.close()
-    return time.perf_counter() - started, count, thread_cpu_seconds(BROKER_THREAD) - broker_cpu
+    seconds = time.perf_counter() - started
+    return seconds, count, float("nan") if broker_cpu is None else broker.cpu_seconds() - broker_cpu
 
 
 # ---- (b) the job -------------------------------------------------------------------------------------------
@@ -151,17 +248,18 @@ def batch_log(checkpoint: Path) -> list[dict]:
     return out
 
 
-def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path: Path) -> dict:
+def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path: Path, broker_cpu: Broker) -> dict:
     port = _free_port()
     cp, delta = tmp / "checkpoint", tmp / "delta"
     cmd = [str(Path(sys.executable).parent / "groupscope"), "run", "--bootstrap", bootstrap, "--checkpoint", str(cp),
            "--delta-path", str(delta), "--metrics-port", str(port)]
     env = dict(os.environ)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log_path, "w") as log:
         started_wall, started = time.time(), time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
         sampler = MemorySampler(proc.pid).start()
-        broker = ThreadCpuSampler(BROKER_THREAD).start()
+        broker = broker_cpu.cpu_sampler()
         ready_s = None
         loads = [loadavg()]
         try:
@@ -177,19 +275,25 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
             _, metrics = _get(f"http://127.0.0.1:{port}/metrics")
         finally:
             sampler.stop()
-            broker.stop()
+            if broker is not None:
+                broker.stop()
             proc.terminate()
             try:
                 proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            ended_s = time.perf_counter() - started
+    # Every process of the job's tree was reaped by its parent, and the job by this process: their CPU time is here
+    # (the broker, a child too, still runs and is not counted).
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
     if ready_s is None:
         raise SystemExit(f"not ready after {timeout_s:.0f} s; see {log_path}")
     batches = batch_log(cp)
     for b in batches:
         if b["done"] is not None:
-            b["broker_cpu"] = broker.between(b["planned"], b["done"])
+            b["broker_cpu"] = float("nan") if broker is None else broker.between(b["planned"], b["done"])
         b["planned"] -= started_wall
         b["done"] = None if b["done"] is None else b["done"] - started_wall
     from deltalake import DeltaTable
@@ -198,7 +302,7 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
     decoded = next((float(line.split()[-1]) for line in metrics.splitlines()
                     if line.startswith("groupscope_records_decoded_total")), None)
     return {"ready_s": ready_s, "batches": batches, "commit_rows": rows, "memory": sampler, "loads": loads,
-            "decoded": decoded}
+            "decoded": decoded, "cpu": cpu, "ended_s": ended_s}
 
 
 def warm_batches(batches: list[dict]) -> tuple[int, float]:
@@ -238,23 +342,33 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=5_000_000)
     ap.add_argument("--groups", type=int, default=5000)
     ap.add_argument("--partitions", type=int, default=10, help="partitions per group (of topic bench-events)")
-    ap.add_argument("--offsets-partitions", type=int, default=80)
+    ap.add_argument("--kafka", choices=("real", "mock"), default="real",
+                    help="real: an Apache Kafka broker (started here unless --bootstrap); mock: librdkafka's mock")
+    ap.add_argument("--bootstrap", help="an existing, empty Kafka broker to use instead of starting one")
+    ap.add_argument("--kafka-version", help="the Kafka version to start (default: the newest cached)")
+    ap.add_argument("--broker-heap", default="1g", help="the started broker's JVM heap")
+    ap.add_argument("--offsets-partitions", type=int,
+                    help="partitions of __consumer_offsets (default: 50 on a real broker, 80 on the mock)")
     ap.add_argument("--reference-only", action="store_true")
     ap.add_argument("--job-only", action="store_true")
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up on /ready after this many seconds")
     ap.add_argument("--log", help="keep the job's log in this file (default: a temporary file, printed on failure)")
     args = ap.parse_args()
+    if args.offsets_partitions is None:
+        args.offsets_partitions = 80 if args.kafka == "mock" else 50
+    if args.kafka == "real" and not args.bootstrap and not args.kafka_version:
+        args.kafka_version = newest_cached_kafka()
     overrides = {k: v for k, v in os.environ.items() if k.startswith("GROUPSCOPE_")}
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
           f"{os.sysconf('SC_PHYS_PAGES') * PAGE / 2**30:.0f} GB, Python {platform.python_version()}; "
           f"settings from the environment: {overrides or 'none (defaults)'}")
-    with MockCluster(1) as mc, tempfile.TemporaryDirectory(prefix="bench-catchup-") as tmp_name:
+    with tempfile.TemporaryDirectory(prefix="bench-catchup-") as tmp_name, \
+            open_broker(args, Path(tmp_name)) as broker:
         tmp = Path(tmp_name)
-        mc.create_topic(OFFSETS_TOPIC, args.offsets_partitions)
-        mc.create_topic(HEARTBEAT_TOPIC, 1)
-        mc.create_topic("bench-events", args.partitions)
-        secs = load_backlog(mc.bootstrap_servers, args.records, args.groups, args.partitions, args.offsets_partitions)
-        highs = check_backlog(mc.bootstrap_servers, args.offsets_partitions, args.records)
+        print(f"broker: {broker.description}; load average {loadavg()}")
+        secs = load_backlog(broker.bootstrap, args.records, args.groups, args.partitions, args.offsets_partitions,
+                            producer=None if broker.mock else {"client.id": "__admin_client"})
+        highs = check_backlog(broker.bootstrap, args.offsets_partitions, args.records)
         print(f"backlog: {args.records:,} offset commits ({args.groups} groups x {args.partitions} partitions) over "
               f"{args.offsets_partitions} partitions of {OFFSETS_TOPIC} ({min(highs.values()):,}-"
               f"{max(highs.values()):,} each, all from offset 0), produced in {secs:.1f} s")
@@ -263,20 +377,20 @@ def main() -> None:
             runs = {}
             for tuned in (False, True):
                 load = loadavg()
-                seconds, count, broker_cpu = read_all(mc.bootstrap_servers, highs, tuned=tuned)
+                seconds, count, broker_cpu = read_all(broker.bootstrap, highs, tuned=tuned, broker=broker)
                 if count != args.records:
                     raise SystemExit(f"reference read {count:,} records, expected {args.records:,}")
                 runs["job's fetch settings" if tuned else "librdkafka defaults"] = (seconds, load, broker_cpu)
             for name, (seconds, load, broker_cpu) in runs.items():
                 print(f"reference ({name}): {seconds:.2f} s = {args.records / seconds:,.0f} records/s "
-                      f"(load average {load}); the broker's thread {broker_cpu:.1f} CPU s "
+                      f"(load average {load}); the broker {broker_cpu:.1f} CPU s "
                       f"({broker_cpu / seconds:.0%} of a core)")
             ref = min(s for s, _, _ in runs.values())
         if args.reference_only:
             return
         log_path = Path(args.log) if args.log else tmp / "job.log"
         archive = class_archive_state()
-        job = run_job(mc.bootstrap_servers, tmp, args.records, args.timeout, log_path)
+        job = run_job(broker.bootstrap, tmp, args.records, args.timeout, log_path, broker)
         n = args.records
         ready = job["ready_s"]
         print(f"load average at job start / at ready: {job['loads'][0]} / {job['loads'][1]}")
@@ -314,10 +428,14 @@ def main() -> None:
         print(f"| peak RSS per process kind (each its own peak) | "
               f"{', '.join(f'{k} {mem.peak_by_kind[k] / 2**20:,.0f} MB' for k in kinds)}; "
               f"up to {mem.peak_workers} Python workers; {mem.samples} samples |")
+        user, system = job["cpu"]
+        print(f"| CPU of the job's process tree, start to exit ({job['ended_s']:.1f} s: `/ready`, then SIGTERM) | "
+              f"{user + system:.1f} s ({user:.1f} user, {system:.1f} system) = {(user + system) / job['ended_s']:.2f} "
+              f"cores on average |")
         print(f"| `commits` Delta table rows | {job['commit_rows']:,} "
               f"({'equal to' if job['commit_rows'] == n else 'NOT equal to'} the backlog) |")
         print()
-        print("batches (seconds after process start; the mock broker's thread: CPU seconds during the batch, share of "
+        print("batches (seconds after process start; the broker: CPU seconds during the batch, share of "
               "one core):")
         for b in job["batches"]:
             done = b["done"]

@@ -6,14 +6,18 @@ by Spark, and the whole ``groupscope decode --format kafka`` command two ways in
 the command uses (``protocol.kafka_dump.KafkaDump``). Both write the same bytes to the same sink (``/dev/null`` by
 default, or ``--out FILE``), in one process on one core. Usage::
 
-    python benchmarks/bench_decode.py [SEGMENTS_DIR] [--out FILE] [--kafka-home DIR]
+    python benchmarks/bench_decode.py [SEGMENTS_DIR] [--out FILE] [--kafka-version V]
+    python benchmarks/bench_decode.py --broker-records 5000000    # segments a real broker writes in this run
 
 Without a directory it unpacks ``benchmarks/data/consumer-offsets-5M.tar.zst`` (described in
-``benchmarks/data/README.md``) into a temporary directory (needs the ``zstd`` and ``tar`` commands).
+``benchmarks/data/README.md``: segments Kafka 4.0.0 wrote) into a temporary directory (needs the ``zstd`` and
+``tar`` commands). With ``--broker-records N`` a real Kafka broker of ``--kafka-version`` (``tests/realkafka``) is
+started in a temporary directory, N offset commits are produced into its ``__consumer_offsets`` and the broker is
+shut down cleanly, and its own segment files are the input.
 
-Kafka's own ``kafka-dump-log.sh --offsets-decoder`` is the reference the command is compared with. It runs in the
-same run when ``--kafka-home`` (or ``KAFKA_HOME``) names an Apache Kafka installation with a Java runtime;
-otherwise the figure measured earlier on the benchmark machine is printed, marked as such.
+Kafka's own ``kafka-dump-log --offsets-decoder`` is the reference the command is compared with, in the same run: its
+class (``DumpLogSegments``) runs from the jars ``tests/realkafka/install.py`` fetches with Maven (the newest cached
+version unless ``--kafka-version``), with the JVM options Kafka's ``bin/kafka-run-class.sh`` gives it by default.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,9 +41,10 @@ from protocol.batch import CorruptBatch, iter_batches  # noqa: E402
 from protocol.codec import decode_record  # noqa: E402
 from streaming.commands.decode import decode_paths  # noqa: E402
 
-# kafka-dump-log.sh --offsets-decoder on this corpus, measured on the benchmark machine (2 cores) before Kafka's
-# tool was available to run beside this script: 211k records/s, and 253k records/s in an earlier measurement.
-KAFKA_EARLIER = (211_000, 253_000)
+#: What ``bin/kafka-run-class.sh`` gives a tool's JVM when no KAFKA_HEAP_OPTS or KAFKA_JVM_PERFORMANCE_OPTS are set.
+KAFKA_TOOL_JVM_OPTIONS = ("-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                          "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                          "-Djava.awt.headless=true")
 
 
 def unpack_default(target: Path) -> Path:
@@ -67,11 +71,34 @@ def timed_decode(root: Path, sink: str, *, exact: bool) -> tuple[int, float, flo
     return report.records, wall, cpu
 
 
-def kafka_dump_log(kafka_home: str | None) -> Path | None:
-    if not kafka_home:
-        return None
-    tool = Path(kafka_home) / "bin" / "kafka-dump-log.sh"
-    return tool if tool.is_file() and shutil.which("java") else None
+def kafka_dump_log_command(install, files: list[Path]) -> list[str]:
+    """``kafka-dump-log --offsets-decoder --files ...`` as Kafka's script runs it, from the Maven jars."""
+    from tests.realkafka.install import java_binary
+
+    return [java_binary(), *KAFKA_TOOL_JVM_OPTIONS, "-cp", f"{install.lib}/*", install.dump_log_class,
+            "--offsets-decoder", "--files", ",".join(map(str, files))]
+
+
+def broker_segments(install, records: int, target: Path) -> Path:
+    """Starts a real broker in ``target``, produces ``records`` offset commits into its ``__consumer_offsets``
+    (client id ``__admin_client``, which Kafka lets write to internal topics), stops it cleanly and returns its log
+    directory."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_catchup import prepare_real_broker
+    from bench_job import load_backlog
+
+    from tests.realkafka.broker import KafkaBroker
+
+    broker = KafkaBroker(install, target, heap="1g")
+    broker.start()
+    try:
+        prepare_real_broker(broker.bootstrap, 10, 50)
+        seconds = load_backlog(broker.bootstrap, records, 5000, 10, 50, producer={"client.id": "__admin_client"})
+    finally:
+        broker.stop()
+    print(f"broker: Apache Kafka {install.version}; {records:,} offset commits produced in {seconds:.1f} s, "
+          f"then a clean shutdown")
+    return broker.data_dir
 
 
 def main() -> None:
@@ -79,12 +106,23 @@ def main() -> None:
     parser.add_argument("segments", nargs="?", help="directory holding __consumer_offsets-N folders")
     parser.add_argument("--limit-files", type=int, default=0, help="use only the first N segment files")
     parser.add_argument("--out", default=os.devnull, help="where the decode command writes (default: /dev/null)")
-    parser.add_argument("--kafka-home", default=os.environ.get("KAFKA_HOME"),
-                        help="an Apache Kafka installation, to run kafka-dump-log.sh on the same files")
+    parser.add_argument("--kafka-version", help="the Kafka whose kafka-dump-log is the reference (default: the "
+                        "newest cached)")
+    parser.add_argument("--broker-records", type=int, default=0,
+                        help="decode the segments a real broker writes for this many offset commits, in this run")
     args = parser.parse_args()
+    from tests.realkafka.install import kafka_install
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_catchup import newest_cached_kafka
+
+    install = kafka_install(args.kafka_version or newest_cached_kafka())
     tmp = None
     if args.segments:
         root = Path(args.segments)
+    elif args.broker_records:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-decode-")
+        root = broker_segments(install, args.broker_records, Path(tmp.name) / "kafka")
     else:
         tmp = tempfile.TemporaryDirectory()
         root = unpack_default(Path(tmp.name))
@@ -144,21 +182,19 @@ def main() -> None:
     new_rate = new_n / new_s
     print(f"  vectorized / per-record: {new_rate / (old_n / old_s):.1f}x")
 
-    tool = kafka_dump_log(args.kafka_home)
-    if tool is not None:
+    command = kafka_dump_log_command(install, files)
+    with open(sink, "w", encoding="utf-8") as out:
+        started = os.times()
         t = time.perf_counter()
-        subprocess.run([str(tool), "--offsets-decoder", "--files", ",".join(map(str, files))], check=True,
-                       stdout=subprocess.DEVNULL)
-        kafka_rate = new_n / (time.perf_counter() - t)
-        print(f"  kafka-dump-log.sh --offsets-decoder ({tool}): {kafka_rate / 1e3:.0f}k records/s, same run; "
-              f"vectorized path {new_rate / kafka_rate:.1f}x")
-    else:
-        low, high = KAFKA_EARLIER
-        why = ("no --kafka-home/KAFKA_HOME" if not args.kafka_home
-               else f"no bin/kafka-dump-log.sh or java for {args.kafka_home}")
-        print(f"  kafka-dump-log.sh not run ({why}). Reference measured earlier on the benchmark machine, not in "
-              f"this run: {low / 1e3:.0f}k-{high / 1e3:.0f}k records/s; vectorized path "
-              f"{new_rate / high:.1f}x-{new_rate / low:.1f}x of it")
+        subprocess.run(command, check=True, stdout=out)
+        kafka_s = time.perf_counter() - t
+        ended = os.times()
+    kafka_cpu = (ended.children_user - started.children_user) + (ended.children_system - started.children_system)
+    kafka_rate = new_n / kafka_s
+    print(f"  kafka-dump-log --offsets-decoder (Kafka {install.version}, {install.dump_log_class}, JVM options of "
+          f"kafka-run-class.sh):\n  {'':31s}", rate(new_n, kafka_s),
+          f"  [CPU {new_n / kafka_cpu / 1e3:6.0f}k records/s, {kafka_cpu / kafka_s:.1f} cores]")
+    print(f"  vectorized path / kafka-dump-log, same run, wall clock: {new_rate / kafka_rate:.1f}x")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (other work on the machine slows the wall-clock rates)")
     if tmp is not None:
         tmp.cleanup()

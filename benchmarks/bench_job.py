@@ -32,9 +32,12 @@ from streaming.job.runner import GroupscopeJob  # noqa: E402
 
 
 def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, offsets_partitions: int,
-                 topic: str = "bench-events") -> float:
+                 topic: str = "bench-events", producer: dict | None = None) -> float:
+    """Produces the offset commits straight into ``__consumer_offsets``; ``producer`` adds settings (a real broker
+    takes produce requests to an internal topic only from the client id ``__admin_client``)."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "queue.buffering.max.messages": 2_000_000, "log_level": 3})
+                  "queue.buffering.max.messages": 2_000_000, "log_level": 3, **(producer or {})})
+    failed: list = []
     ts = 1_767_225_600_000
     keys = {}
     started = time.perf_counter()
@@ -49,11 +52,14 @@ def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, off
             keys[(g, part)] = key = (k, partition_for(group, offsets_partitions))
         while True:
             try:
-                p.produce("__consumer_offsets", key=key[0], value=v, partition=key[1], timestamp=ts + i)
+                p.produce("__consumer_offsets", key=key[0], value=v, partition=key[1], timestamp=ts + i,
+                          on_delivery=lambda err, _msg: err is not None and failed.append(err))
                 break
             except BufferError:
                 p.poll(0.05)
     p.flush(120)
+    if failed:
+        raise SystemExit(f"{len(failed):,} offset commits were not written: {failed[0]}")
     return time.perf_counter() - started
 
 

@@ -23,8 +23,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["children", "tree", "kind", "rss_bytes", "pss_bytes", "thread_cpu_seconds", "MemorySampler",
-           "ThreadCpuSampler"]
+__all__ = ["children", "tree", "kind", "rss_bytes", "pss_bytes", "thread_cpu_seconds", "process_cpu_seconds",
+           "MemorySampler", "ThreadCpuSampler", "ProcessCpuSampler"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -187,3 +187,25 @@ class ThreadCpuSampler(_Periodic):
 
     def sample(self) -> None:
         self.samples.append((time.time(), thread_cpu_seconds(self.name_prefix)))
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user and system, all threads) used so far by process ``pid`` (0.0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+@dataclass
+class ProcessCpuSampler(ThreadCpuSampler):
+    """:class:`ThreadCpuSampler` for a whole other process (a Kafka broker's JVM), by pid."""
+
+    name_prefix: str = ""
+    pid: int = 0
+
+    def sample(self) -> None:
+        self.samples.append((time.time(), process_cpu_seconds(self.pid)))

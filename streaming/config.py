@@ -150,6 +150,9 @@ class MetricsSettings(_Section):
     # the model applied is older than this: a caught-up job whose query hangs is not ready.
     ready_max_batch_age_seconds: float = Field(300.0, gt=0)
     ready_max_heartbeat_age_seconds: float = Field(120.0, gt=0)
+    # ... or when the heartbeat emitter has not reached Kafka for this long: Kafka is unreachable and every lag,
+    # status and verdict is as old as that (the view is stale), which an outage of a minute must show
+    ready_max_kafka_silence_seconds: float = Field(30.0, gt=0)
 
 
 class ApiSettings(_Section):
@@ -190,6 +193,10 @@ class ModelSettings(_Section):
     storm_quiet_seconds: float = Field(60.0, gt=0)
     # a consumer-protocol member that has not followed a group epoch bump for this long stopped heartbeating
     silent_after_seconds: float = Field(20.0, gt=0)
+    # no heartbeat and no coordinator write for this long (or three heartbeat intervals): Kafka was away; the
+    # members present then rejoin without counting as churn until kafka_rejoin_seconds after it is back
+    kafka_gap_seconds: float = Field(15.0, gt=0)
+    kafka_rejoin_seconds: float = Field(60.0, gt=0)
     end_offset_history: int = Field(64, ge=2, le=10000)
 
 

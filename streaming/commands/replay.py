@@ -63,6 +63,9 @@ def replay(recording: str, config_path: str | None, groups: tuple[str, ...], fmt
     seen: set[str] = set()
     shown = []
     for entry in replay_recording(rec, step_config):
+        if entry.scope == "cluster":  # Kafka itself (an outage): shown whichever groups are asked for
+            shown.append(entry)
+            continue
         seen.add(entry.group)
         if (not wanted or entry.group in wanted) and (statuses_judged or entry.scope == "group"):
             shown.append(entry)
@@ -107,7 +110,7 @@ def text_lines(entries: list[TimelineEntry], start_ms: int, statuses_judged: boo
     group_width = max((len(e.group) for e in entries), default=5)
     lines = []
     for (t_ms, group, scope, topic, verdict, previous, reason), parts in merged.items():
-        where = "(group)" if scope == "group" else f"{topic}:{_ranges(parts)}"
+        where = f"({scope})" if scope in ("group", "cluster") else f"{topic}:{_ranges(parts)}"
         change = f"{previous} -> {verdict}" if previous else verdict
         lines.extend(_wrapped(f"{(t_ms - start_ms) / 1000:8.1f} s  {group:<{group_width}}  {where:<16} "
                               f"{change:<28} ", reason, width))
@@ -117,7 +120,7 @@ def text_lines(entries: list[TimelineEntry], start_ms: int, statuses_judged: boo
     for e in entries:
         if e.scope == "group":
             verdicts.setdefault(e.group, []).append(e.verdict)
-        else:
+        elif e.scope == "partition":
             final.setdefault(e.group, {})[(e.topic or "", e.partition or 0)] = e.verdict
     for group in sorted(set(final) | set(verdicts)):
         ended = Counter(final.get(group, {}).values())

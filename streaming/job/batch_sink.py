@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from streaming.job.cluster_events import merge_cluster_events
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
 from streaming.schema.tables import LAG, TABLES
 
@@ -76,6 +77,8 @@ def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> Ba
             log.warning("unknown step output %r ignored", kind)
     for kind, parts in chunks.items():
         result.tables[kind] = pa.concat_tables(parts).cast(TABLES.get(kind, LAG))
+    if "group_events" in result.tables:  # one row per cluster event, not one per shard that saw it
+        result.tables["group_events"] = merge_cluster_events(result.tables["group_events"])
     result.health.sort(key=lambda h: h.shard)
     return result
 

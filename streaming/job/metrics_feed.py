@@ -38,6 +38,14 @@ class ClusterFeed:
         status = emitter.status
         return None if status.ticks == 0 and status.failures == 0 else status.kafka_up
 
+    def kafka_silence(self) -> float | None:
+        """Seconds since the heartbeat emitter last reached Kafka (None before its first heartbeat or without one):
+        how stale the view is while Kafka cannot be reached, even while an attempt still hangs."""
+        emitter = self.emitter() if self.emitter is not None else None
+        if emitter is None or emitter.status.last_tick_ms < 0:
+            return None
+        return max(0.0, emitter.clock() - emitter.status.last_tick_ms / 1000)
+
     def heartbeat_problem(self) -> str | None:
         """Why the heartbeat emitter cannot emit although Kafka answers (its topic missing), for ``/ready``."""
         emitter = self.emitter() if self.emitter is not None else None
@@ -83,7 +91,9 @@ class MetricsFeed:
                                     partition_metrics=m.partition_metrics, kafka_up=first.kafka_up,
                                     heartbeat_problem=first.heartbeat_problem,
                                     max_batch_age_s=m.ready_max_batch_age_seconds,
-                                    max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds)
+                                    max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds,
+                                    kafka_silence=first.kafka_silence,
+                                    max_kafka_silence_s=m.ready_max_kafka_silence_seconds)
         self.api = ApiServer(self._api_sources, host=settings.api.host, port=settings.api.port) \
             if settings.api.enabled else None
         self._sources: dict[str, ClusterSource] = {}
@@ -95,7 +105,8 @@ class MetricsFeed:
             raise ValueError(f"cluster {settings.cluster!r} is served already")
         feed = ClusterFeed(settings, status, emitter)
         self.clusters[settings.cluster] = feed
-        self.server.add_cluster(settings.cluster, feed.state, feed.kafka_up, feed.heartbeat_problem)
+        self.server.add_cluster(settings.cluster, feed.state, feed.kafka_up, feed.heartbeat_problem,
+                                feed.kafka_silence)
         self._add_source(settings, feed)
         return feed
 

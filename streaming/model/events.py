@@ -37,6 +37,7 @@ __all__ = [
     "TransactionEnded",
     "StatusChanged",
     "Anomaly",
+    "KafkaUnavailable",
     "PartitionLag",
     "TopicLag",
     "MemberSnapshot",
@@ -230,6 +231,20 @@ class StatusChanged(Event):
     partition: int
     old: Status | None
     new: Status
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaUnavailable(Event):
+    """Kafka (the group coordinator) was away from ``since_ms`` to ``back_ms``: no heartbeat and no write for
+    longer than the gap. A cluster event: ``group_id`` is empty, ``offset`` is ``since_ms`` (the same in every
+    shard, so the shards' rows merge into one), and ``groups`` are the groups whose members rejoined because of it,
+    which are not judged as churn. Reported once the rejoin window after ``back_ms`` is over."""
+
+    since_ms: int
+    back_ms: int
+    seconds: float
+    groups: tuple[str, ...] = ()
     reason: str = ""
 
 

@@ -117,6 +117,9 @@ class Ownership:
     # the judge's silent_after: killed, crashed or cut off, in the group only until its session expires); None:
     # not known to be silent
     owner_silent_ms: int | None = None
+    # ``(went away, came back)`` of Kafka's latest outage (None: none seen): commits older than its end were made
+    # before the model's clock jumped over the outage, and say nothing yet about the consumers
+    kafka_outage: tuple[int, int] | None = None
 
 
 UNKNOWN_OWNERSHIP = Ownership(membership_known=False)
@@ -353,6 +356,15 @@ def evaluate_partition(
     behind_ms = 0 if passed is None else now_ms - passed
     idle_ms = now_ms - last_commit_ms
     quiet_s = idle_ms / 1000.0
+    outage = ownership.kafka_outage
+    if outage is not None and last_commit_ms < outage[1] and now_ms - outage[1] < stop_after:
+        # Kafka was away and is back: the first heartbeat moved the clock over the whole outage, during which no
+        # consumer could commit. Until they have had their usual STOP time since, the status before is kept.
+        held = previous if previous is not None else Status.OK
+        return Verdict(held, "kafka_returning",
+                       f"Kafka was unavailable for {(outage[1] - outage[0]) / 1000:.0f} s until "
+                       f"{(now_ms - outage[1]) / 1000:.0f} s ago; its consumers get {stop_after / 1000:.0f} s to "
+                       f"commit again ({held.name} kept, {current_lag} behind)")
     # No members at all: nothing is consuming. A short grace lets a one-member group restart.
     if ownership.membership_known and ownership.group_empty:
         if behind_ms > th.empty_group_grace_ms and idle_ms > th.empty_group_grace_ms:
@@ -443,6 +455,6 @@ def shown_status(status: str | None, lag: int | None) -> str | None:
 
 
 # The decision table, in evaluation order (docs/verdicts.md explains each row).
-RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "no_members", "stopped", "unsubscribed", "unowned",
-         "partition_held", "owner_busy_elsewhere", "silent_member", "stuck_member", "waiting_turn", "stalled",
-         "falling_behind", "progressing")
+RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "kafka_returning", "no_members", "stopped",
+         "unsubscribed", "unowned", "partition_held", "owner_busy_elsewhere", "silent_member", "stuck_member",
+         "waiting_turn", "stalled", "falling_behind", "progressing")

@@ -27,6 +27,7 @@ from protocol.records import CoordinatorRecord, RecordType, UnknownRecord
 
 from . import events as ev
 from ._base import resolve
+from .availability import AvailabilityTracker
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
@@ -71,7 +72,7 @@ class GroupCoordinatorShard:
 
     __slots__ = ("partition", "config", "groups", "offsets", "ends", "topic_names", "judge", "_events",
                  "last_offset", "last_timestamp", "now_ms", "_deleted", "unknown_records",
-                 "_unknown_seen", "tracked_topics")
+                 "_unknown_seen", "tracked_topics", "availability")
 
     def __init__(self, partition: int = -1, config: ModelConfig = ModelConfig()) -> None:
         self.partition = partition
@@ -90,6 +91,13 @@ class GroupCoordinatorShard:
         self.unknown_records = 0
         self._unknown_seen: set[tuple[int, int]] = set()
         self.tracked_topics: set[str] = set()
+        rc = config.rebalance
+        self.availability = AvailabilityTracker(rc.kafka_gap_ms, rc.kafka_rejoin_ms)
+
+    def _after_silence(self, timestamp: int) -> None:
+        """A record stamped well past the heartbeat clock: Kafka may have been away (see ``availability``)."""
+        self._events.extend(self.availability.on_record(timestamp, self.now_ms, self.last_timestamp))
+        self.judge.away = self.availability.window()
 
     # ---- replay --------------------------------------------------------------------------------------------
 
@@ -102,6 +110,8 @@ class GroupCoordinatorShard:
         """
         if offset > self.last_offset:
             self.last_offset = offset
+        if self.now_ms >= 0 and timestamp - self.now_ms > self.availability.gap:
+            self._after_silence(timestamp)
         if timestamp > self.last_timestamp:
             self.last_timestamp = timestamp
         if type(record) is UnknownRecord:
@@ -129,6 +139,8 @@ class GroupCoordinatorShard:
         """The hot path: one offset commit as plain values (no record object). Same semantics as ``replay``."""
         if offset > self.last_offset:
             self.last_offset = offset
+        if self.now_ms >= 0 and timestamp - self.now_ms > self.availability.gap:
+            self._after_silence(timestamp)
         if timestamp > self.last_timestamp:
             self.last_timestamp = timestamp
         if group not in self.groups:
@@ -387,6 +399,11 @@ class GroupCoordinatorShard:
             ValueError: a value of another shape.
         """
         if now_ms > self.now_ms:
+            tracker = self.availability
+            tracker.groups |= self.judge.kafka_rejoins
+            self.judge.kafka_rejoins.clear()
+            self._events.extend(tracker.on_heartbeat(now_ms, self.now_ms, self.last_timestamp))
+            self.judge.away = tracker.window()
             self.now_ms = now_ms
             self._events.extend(self.judge.tick(now_ms))
             for g in self.groups.values():  # consumer-protocol members whose silence became certain by now
@@ -496,7 +513,8 @@ class GroupCoordinatorShard:
         # While replaying history every status but ERR is held at OK (old commits must not raise STOP), so the rules
         # and the membership facts they read are not worked out at all (most of a snapshot's time while replaying).
         status_rules = _GroupStatusRules(g, members, owners, store, gid, rows, [m[2] for m in measured], th, now,
-                                         self.judge.config.silent_after_ms) if caught_up else None
+                                         self.judge.config.silent_after_ms,
+                                         self.availability.returned()) if caught_up else None
         parts: list[ev.PartitionLag] = []
         for i, (topic, p, off, epoch, md, cts) in enumerate(rows):
             end, lag, secs, lower, lwm, ends_list = measured[i]
@@ -553,12 +571,14 @@ class GroupCoordinatorShard:
 
         Events not yet drained are not part of the state (the caller drains them every batch).
         """
+        self.availability.groups |= self.judge.kafka_rejoins
+        self.judge.kafka_rejoins.clear()
         groups = tuple((g.group_type.value, g.to_tuple()) for g in self.groups.values())
         state = (self.partition, self.last_offset, self.last_timestamp, self.now_ms, groups, self.offsets.to_tuple(),
                  tuple((k, h.to_tuple()) for k, h in self.ends.items()), tuple(self.topic_names.items()),
                  self.judge.to_tuple(), (),
                  tuple((k, (t.value, ts)) for k, (t, ts) in self._deleted.items()), self.unknown_records,
-                 tuple(self.tracked_topics))
+                 tuple(self.tracked_topics), self.availability.to_tuple())
         return _STATE_MAGIC + zlib.compress(pickle.dumps(state, protocol=5), 1)
 
     @classmethod
@@ -583,6 +603,9 @@ class GroupCoordinatorShard:
         self._deleted = {k: (GroupType(v[0]), v[1]) for k, v in t[10]}
         self.unknown_records = t[11]
         self.tracked_topics = set(t[12])
+        if len(t) > 13:  # states written before Kafka's outages were tracked have none
+            self.availability.load(t[13])
+            self.judge.away = self.availability.window()
         return self
 
 
@@ -660,10 +683,12 @@ class _GroupStatusRules:
 
     def __init__(self, g, members: tuple[ev.MemberSnapshot, ...], owners: Mapping[tuple[str, int], ev.MemberSnapshot],
                  store: OffsetStore, gid: str, rows: Sequence[tuple], behind_s: Sequence[float | None],
-                 th: Thresholds, now_ms: int, silent_after_ms: int) -> None:
+                 th: Thresholds, now_ms: int, silent_after_ms: int,
+                 kafka_outage: tuple[int, int] | None = None) -> None:
         """``behind_s``: how far behind each row is now, in seconds (None: no end-offset history).
         ``silent_after_ms``: how long a consumer-protocol member may go without following the group's epoch
-        before it is known to have stopped heartbeating (the rebalance judge's threshold)."""
+        before it is known to have stopped heartbeating (the rebalance judge's threshold). ``kafka_outage``:
+        ``(went away, came back)`` of Kafka's latest outage (None: none seen)."""
         self.th = th
         simple = isinstance(g, ClassicGroup) and g.is_simple
         known = not simple
@@ -694,14 +719,16 @@ class _GroupStatusRules:
         rebalanced = getattr(g, "last_rebalance_ts", None)
         silent_ms = {k: now_ms - since for k, since in g.missed_bumps().items()
                      if now_ms - since >= silent_after_ms} if isinstance(g, ConsumerGroup) else {}
-        self.unowned = Ownership(known, empty, None, "", None, None, assignment_known)
-        self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False)
+        self.unowned = Ownership(known, empty, None, "", None, None, assignment_known, kafka_outage=kafka_outage)
+        self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False,
+                                      kafka_outage=kafka_outage)
         self.ownership_of = {
             m.member_id: Ownership(known, empty, m.member_id, f"{m.client_id or m.member_id}@{m.host}",
                                    owner_last.get(m.member_id), m.rebalance_timeout_ms, assignment_known,
                                    owner_windows=tuple(owner_windows[m.member_id]),
                                    owner_behind_ms=tuple(owner_behind[m.member_id]),
-                                   assigned_since_ms=rebalanced, owner_silent_ms=silent_ms.get(m.member_id))
+                                   assigned_since_ms=rebalanced, owner_silent_ms=silent_ms.get(m.member_id),
+                                   kafka_outage=kafka_outage)
             for m in members}
 
     def evaluate(self, row: int, topic: str, owner: ev.MemberSnapshot | None, ends: Sequence[tuple[int, int]],

@@ -37,6 +37,9 @@ __all__ = [
     "derive_consumer_group_state",
     "derive_share_group_state",
     "derive_streams_group_state",
+    "KafkaAvailability",
+    "KafkaTrigger",
+    "KAFKA_AVAILABILITY",
     "TABLES",
 ]
 
@@ -239,4 +242,38 @@ def derive_streams_group_state(
     return StreamsGroupState.STABLE
 
 
-TABLES = {"classic_group": CLASSIC_GROUP, "modern_member": MODERN_MEMBER}
+# --------------------------------------------------------------------------------------------------------------
+# Kafka's availability, as one shard sees it (``availability.py``)
+
+
+class KafkaAvailability(enum.Enum):
+    """Whether the coordinator was there. A broker outage stops the heartbeat clock and every shard's log at once;
+    when Kafka is back, every group's members rejoin together (classic members past their session timeout under
+    new member ids, static members replaced, expired members removed). Those rejoins are Kafka's doing, not the
+    consumers', so the judge needs to know when they happen."""
+
+    AVAILABLE = "available"
+    AWAY = "away"  # a record came after the heartbeat clock and the shard's log were both silent for the gap
+    REJOINING = "rejoining"  # Kafka answers again: its consumers rejoin within the rejoin window
+
+
+class KafkaTrigger(enum.Enum):
+    HEARTBEAT = "heartbeat"  # a heartbeat within the gap of the previous one
+    LATE_RECORD = "late_record"  # a record after the heartbeat clock and this shard's log were silent for the gap
+    LATE_HEARTBEAT = "late_heartbeat"  # a heartbeat after a gap during which this shard's log was silent too
+    REJOIN_WINDOW_PASSED = "rejoin_window_passed"  # the rejoin window after Kafka came back is over
+
+
+_K, _KT = KafkaAvailability, KafkaTrigger
+KAFKA_AVAILABILITY: dict[KafkaAvailability, dict[KafkaTrigger, KafkaAvailability]] = {
+    _K.AVAILABLE: {_KT.HEARTBEAT: _K.AVAILABLE, _KT.LATE_RECORD: _K.AWAY, _KT.LATE_HEARTBEAT: _K.REJOINING,
+                   _KT.REJOIN_WINDOW_PASSED: _K.AVAILABLE},
+    # The first heartbeat after the silence is late by definition: it closes the outage.
+    _K.AWAY: {_KT.LATE_RECORD: _K.AWAY, _KT.LATE_HEARTBEAT: _K.REJOINING, _KT.HEARTBEAT: _K.REJOINING},
+    # Another outage inside the window is a new outage (the one before is reported first).
+    _K.REJOINING: {_KT.HEARTBEAT: _K.REJOINING, _KT.LATE_RECORD: _K.AWAY, _KT.LATE_HEARTBEAT: _K.REJOINING,
+                   _KT.REJOIN_WINDOW_PASSED: _K.AVAILABLE},
+}
+
+
+TABLES = {"classic_group": CLASSIC_GROUP, "modern_member": MODERN_MEMBER, "kafka_availability": KAFKA_AVAILABILITY}

@@ -103,6 +103,9 @@ class RebalanceConfig:
     restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
     silent_after_ms: int = 20_000  # a consumer-protocol member that has not followed an epoch bump for this long
     # has stopped heartbeating (live ones follow within a heartbeat interval: 5 s by default, at most 15 s)
+    kafka_gap_ms: int = 15_000  # no heartbeat and no write for longer than this: Kafka was away (3 heartbeats)
+    kafka_rejoin_ms: int = 60_000  # after Kafka is back, members present before it went away rejoin within this
+    # (a new member id once their session timed out, the old one expiring a session later: 45 s by default)
 
     @property
     def ghost_wait_ms(self) -> int:
@@ -117,7 +120,8 @@ class RebalanceConfig:
             raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
                              "identity_flap_departures >= 2 required")
         if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms,
-               self.restart_wait_ms, self.return_wait_ms, self.silent_after_ms) <= 0:
+               self.restart_wait_ms, self.return_wait_ms, self.silent_after_ms, self.kafka_gap_ms,
+               self.kafka_rejoin_ms) <= 0:
             raise ValueError("rebalance config: every duration must be positive")
 
 
@@ -190,6 +194,9 @@ class _GroupJudgement:
     # instance: killed instances waiting for their sessions to expire. Their departure completes that restart.
     ghosts: set = field(default_factory=set)
     last_offset: int = -1  # offset of the latest churn rebalance (carried by a storm that silence calls)
+    # Kafka's rejoins in the current outage window: (went away ms, identities present then, identities that have
+    # rejoined since). Each identity present when Kafka went away rejoins once without counting as churn.
+    kafka: tuple = ()
 
     def to_tuple(self) -> tuple:
         c = self.counters
@@ -199,7 +206,7 @@ class _GroupJudgement:
                 (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
                  c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
                  c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap, tuple(self.silenced),
-                tuple(sorted(self.ghosts)), self.last_offset)
+                tuple(sorted(self.ghosts)), self.last_offset, self.kafka)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "_GroupJudgement":
@@ -218,17 +225,23 @@ class _GroupJudgement:
             j.ghosts = set(t[15])
         if len(t) > 16:
             j.last_offset = t[16]
+        if len(t) > 17:
+            j.kafka = t[17]
         return j
 
 
 class RebalanceJudge:
     """Judges every group's rebalances of one shard; see the module docstring for the rules."""
 
-    __slots__ = ("config", "groups")
+    __slots__ = ("config", "groups", "away", "kafka_rejoins")
 
     def __init__(self, config: RebalanceConfig = RebalanceConfig()) -> None:
         self.config = config
         self.groups: dict[str, _GroupJudgement] = {}
+        # ``(went away, rejoin window's end)`` while membership changes may be Kafka's doing (set by the shard from
+        # its availability tracker), and the groups whose members rejoined in it (drained by the shard).
+        self.away: tuple[int, int] | None = None
+        self.kafka_rejoins: set[str] = set()
 
     # ---- input ---------------------------------------------------------------------------------------------
 
@@ -257,9 +270,11 @@ class RebalanceJudge:
         self._account(j, rebalance)
         out: list[ev.Event] = []
         out.extend(self._settle(gid, j, ts))  # an episode or storm that ended before this rebalance
+        before = self._after_kafka_rejoins(gid, j, ts, before, after)
         joined = [m for m in after if m not in before]
         left = [m for m in before if m not in after]
-        rejoined_static = ev.RebalanceCause.STATIC_MEMBER_REJOINED in rebalance.causes
+        rejoined_static = ev.RebalanceCause.STATIC_MEMBER_REJOINED in rebalance.causes and not (
+            self._kafka_window(j, ts) and not joined and not left)
         if not joined and not left and not rejoined_static:
             return out  # same members: metadata, subscription or cooperative follow-up; never churn
         if left and not joined and j.ghosts.issuperset(left):
@@ -423,6 +438,48 @@ class RebalanceJudge:
                 out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
         return out
 
+    def _kafka_window(self, j: _GroupJudgement, ts: int) -> bool:
+        """Whether ``ts`` falls in the window of Kafka's rejoins; starts the group's record of it at its first use
+        (the identities of the members present when Kafka went away)."""
+        away = self.away
+        if away is None or not away[0] <= ts <= away[1]:
+            return False
+        if not j.kafka or j.kafka[0] != away[0]:
+            present = frozenset(ident for joined, ident, _ in j.members.values() if joined <= away[0])
+            j.kafka = (away[0], present, frozenset())
+        return True
+
+    def _after_kafka_rejoins(self, gid: str, j: _GroupJudgement, ts: int, before: Mapping[str, str],
+                             after: Mapping[str, str]) -> Mapping[str, str]:
+        """``before`` with Kafka's own membership changes applied, so that only the consumers' are judged.
+
+        In the window after Kafka was away (:data:`states.KAFKA_AVAILABILITY`), a member present when it went away
+        that leaves was expired by Kafka, and a new instance of an identity present then that joins is that member
+        rejoining (once per identity): neither is churn, a flap or a restart. Members that joined after Kafka came
+        back are judged as always, so a group that really crash-loops is still a storm."""
+        if not self._kafka_window(j, ts):
+            return before
+        since, present, used = j.kafka
+        expired = [m for m in before if m not in after and j.members.get(m, (since, "", False))[0] <= since]
+        rejoined = []
+        for m in after:
+            ident = after[m]
+            if m not in before and ident in present and ident not in used:
+                rejoined.append(m)
+                used = used | {ident}
+        if not expired and not rejoined:
+            return before
+        j.kafka = (since, present, used)
+        for m in expired:
+            j.members.pop(m, None)
+            j.ghosts.discard(m)
+        for m in rejoined:
+            j.members[m] = (ts, after[m], False)
+        self.kafka_rejoins.add(gid)
+        adjusted = {m: ident for m, ident in before.items() if m not in expired}
+        adjusted.update((m, after[m]) for m in rejoined)
+        return adjusted
+
     def _start_storm(self, gid: str, j: _GroupJudgement, flaps: int, offset: int, ts: int) -> ev.Event:
         """The storm the window's churn and flaps make, called at ``ts`` (a rebalance's record, or the moment a
         member's silence became certain), carrying ``offset`` (that of the last churn rebalance)."""
@@ -500,6 +557,13 @@ class RebalanceJudge:
         no rebalance, but one member restarted. Two such restarts within the chain gap make a rolling restart
         (a deploy of statically-named consumers), reported at the second."""
         j = self.groups.setdefault(group_id, _GroupJudgement())
+        if self._kafka_window(j, timestamp) and j.members.get(old_member, (timestamp,))[0] <= self.away[0]:
+            # Its session ran out while Kafka was away and it came back under a new member id: Kafka's doing.
+            entry = j.members.pop(old_member, None)
+            if entry is not None:
+                j.members[new_member] = (timestamp, entry[1], False)
+            self.kafka_rejoins.add(group_id)
+            return []
         who = None
         if old_member in j.members:
             who = j.members.pop(old_member)[1]

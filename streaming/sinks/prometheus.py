@@ -184,6 +184,9 @@ METRICS: tuple[MetricSpec, ...] = (
        "progress."),
     _m("groupscope_kafka_up", "gauge", "monitor", ("cluster",),
        "1 when the heartbeat emitter's last attempt reached Kafka, 0 when it failed (absent without an emitter)."),
+    _m("groupscope_kafka_unreachable_seconds", "gauge", "monitor", ("cluster",),
+       "Seconds since the heartbeat emitter last reached Kafka (0 right after a heartbeat): while Kafka cannot be "
+       "reached, how stale the whole view is."),
     _m("groupscope_heartbeat_age_seconds", "gauge", "monitor", ("cluster",),
        "Seconds since the newest applied heartbeat: how stale every lag and status is."),
     _m("groupscope_caught_up", "gauge", "monitor", ("cluster",),
@@ -235,6 +238,8 @@ class OffsetsPartitionHealth:
     last_stable_offset: int = -1
     caught_up: bool = False
     state_bytes: int = 0  # the shard's serialized state in the state store
+    published: bool = True  # every group of the shard has reached this endpoint since it started (False until a
+    # shard rebuilt from its state has sent them all: see StepHealth.full_snapshot)
 
     @property
     def behind(self) -> int | None:
@@ -296,8 +301,11 @@ class MonitorHealth:
             records += s.records
             errors += s.decode_errors
             unknown += s.unknown_records
+            old = parts.get(s.shard)
+            published = (old is not None and old.published) or bool(getattr(s, "full_snapshot", True))
             parts[s.shard] = OffsetsPartitionHealth(s.shard, s.last_offset, s.offsets_high_watermark,
-                                                    s.offsets_last_stable, bool(s.caught_up), s.state_bytes)
+                                                    s.offsets_last_stable, bool(s.caught_up), s.state_bytes,
+                                                    published)
             if s.heartbeat_ms >= 0 and (heartbeat is None or s.heartbeat_ms / 1000 > heartbeat):
                 heartbeat = s.heartbeat_ms / 1000
         return replace(
@@ -673,6 +681,10 @@ class GroupscopeCollector:
         up = kafka_up() if kafka_up is not None else None
         if up is not None:
             fam["groupscope_kafka_up"].add_metric(c, 1.0 if up else 0.0)
+        silence = getattr(kafka_up, "silence", None)
+        silent_s = silence() if silence is not None else None
+        if silent_s is not None:
+            fam["groupscope_kafka_unreachable_seconds"].add_metric(c, silent_s)
         if h.heartbeat_time is not None:
             # Clamped: emitter and driver clocks may differ slightly; a negative age means "fresh".
             fam["groupscope_heartbeat_age_seconds"].add_metric(c, max(0.0, self.clock() - h.heartbeat_time))
@@ -710,12 +722,20 @@ class MetricsServer(BackgroundHttpServer):
                  partition_metrics: bool = False, process_metrics: bool = True,
                  clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | None = None,
                  max_batch_age_s: float | None = None, max_heartbeat_age_s: float | None = None,
-                 heartbeat_problem: Callable[[], str | None] | None = None) -> None:
+                 heartbeat_problem: Callable[[], str | None] | None = None,
+                 kafka_silence: Callable[[], float | None] | None = None,
+                 max_kafka_silence_s: float | None = None) -> None:
         """``max_batch_age_s`` / ``max_heartbeat_age_s``: past these, ``/ready`` says 503 with the reason even when
         caught up, so a job whose query hangs or whose heartbeats stopped is not reported ready (None: no limit).
         ``heartbeat_problem``: why no heartbeat can be emitted though Kafka answers (its topic cannot be created),
-        added to a not-ready reason."""
+        added to a not-ready reason. ``kafka_silence``: seconds since the heartbeat emitter last reached Kafka;
+        past ``max_kafka_silence_s`` ``/ready`` says Kafka is unreachable and the view stale, and
+        ``groupscope_kafka_up`` is 0 even while an attempt still hangs (a frozen broker)."""
         super().__init__(host=host, port=port)
+        self.kafka_silences: dict[str, Callable[[], float | None]] = {}
+        if kafka_silence is not None:
+            self.kafka_silences[cluster] = kafka_silence
+        self.max_kafka_silence_s = max_kafka_silence_s
         self.clock = clock
         self.heartbeat_problems: dict[str, Callable[[], str | None]] = {}
         if heartbeat_problem is not None:
@@ -724,7 +744,7 @@ class MetricsServer(BackgroundHttpServer):
         self.max_heartbeat_age_s = max_heartbeat_age_s
         self.registry = CollectorRegistry()
         self.collector = GroupscopeCollector(state, cluster=cluster, partition_metrics=partition_metrics,
-                                             clock=clock, kafka_up=kafka_up)
+                                             clock=clock, kafka_up=self._up_unless_silent(cluster, kafka_up))
         self.registry.register(self.collector)
         if process_metrics:
             from prometheus_client import ProcessCollector
@@ -741,11 +761,34 @@ class MetricsServer(BackgroundHttpServer):
 
     def add_cluster(self, cluster: str, state: MetricsState,
                     kafka_up: Callable[[], bool | None] | None = None,
-                    heartbeat_problem: Callable[[], str | None] | None = None) -> None:
+                    heartbeat_problem: Callable[[], str | None] | None = None,
+                    kafka_silence: Callable[[], float | None] | None = None) -> None:
         """Serves one more cluster (before or after :meth:`start`)."""
-        self.collector.add_cluster(cluster, state, kafka_up)
+        if kafka_silence is not None:
+            self.kafka_silences[cluster] = kafka_silence
+        self.collector.add_cluster(cluster, state, self._up_unless_silent(cluster, kafka_up))
         if heartbeat_problem is not None:
             self.heartbeat_problems[cluster] = heartbeat_problem
+
+    def _up_unless_silent(self, cluster: str, kafka_up: Callable[[], bool | None] | None):
+        """``kafka_up``, but False once the emitter has not reached Kafka for the silence limit: a heartbeat
+        attempt against a frozen broker hangs instead of failing, and the gauge must not wait for it. The silence
+        itself is published as ``groupscope_kafka_unreachable_seconds``."""
+        if kafka_up is None:
+            return None
+
+        def up() -> bool | None:
+            silence = self._silence(cluster)
+            if silence is not None and self.max_kafka_silence_s is not None and silence > self.max_kafka_silence_s:
+                return False
+            return kafka_up()
+
+        up.silence = lambda: self._silence(cluster)  # type: ignore[attr-defined]
+        return up
+
+    def _silence(self, cluster: str) -> float | None:
+        of = self.kafka_silences.get(cluster)
+        return None if of is None else of()
 
     def start(self) -> MetricsServer:
         """Binds and serves in a daemon thread.
@@ -762,8 +805,8 @@ class MetricsServer(BackgroundHttpServer):
         cluster that is not ready is named with its reason."""
         clusters = self.collector.clusters
         if cluster is not None:
-            return self._with_heartbeat_problem(cluster, self._cluster_not_ready(clusters[cluster][0]))
-        reasons = {name: self._with_heartbeat_problem(name, self._cluster_not_ready(state))
+            return self._with_heartbeat_problem(cluster, self._cluster_not_ready(clusters[cluster][0], cluster))
+        reasons = {name: self._with_heartbeat_problem(name, self._cluster_not_ready(state, name))
                    for name, (state, _) in clusters.items()}
         if len(reasons) == 1:
             return next(iter(reasons.values()))
@@ -775,9 +818,13 @@ class MetricsServer(BackgroundHttpServer):
         problem = problem_of() if reason is not None and problem_of is not None else None
         return f"{reason}; {problem}" if problem else reason
 
-    def _cluster_not_ready(self, state: MetricsState) -> str | None:
+    def _cluster_not_ready(self, state: MetricsState, cluster: str | None = None) -> str | None:
         """Staleness first: a stalled job must not hide behind "catching up"."""
         h = state.health
+        silence = None if cluster is None else self._silence(cluster)
+        if silence is not None and self.max_kafka_silence_s is not None and silence > self.max_kafka_silence_s:
+            return (f"Kafka unreachable: no heartbeat reached it for {silence:.0f} s (limit "
+                    f"{self.max_kafka_silence_s:.0f} s); every lag, status and verdict is that stale")
         if not h.offsets_partitions:
             return "no batch processed yet"
         now = self.clock()
@@ -790,6 +837,9 @@ class MetricsServer(BackgroundHttpServer):
             if age > self.max_heartbeat_age_s:
                 return f"newest heartbeat is {age:.0f} s old (limit {self.max_heartbeat_age_s:.0f} s)"
         if h.caught_up:
+            unpublished = [p.partition for p in h.offsets_partitions if not p.published]
+            if unpublished:  # ready means every group is in /metrics, not only those the first batches touched
+                return f"publishing the groups of __consumer_offsets partitions {unpublished}"
             return None
         behind = sum(p.behind or 0 for p in h.offsets_partitions)
         waiting = [p.partition for p in h.offsets_partitions if not p.caught_up]

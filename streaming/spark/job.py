@@ -44,7 +44,9 @@ def step_config(settings: Settings) -> StepConfig:
                                 settle_ms=int(m.settle_seconds * 1000),
                                 return_wait_ms=int(m.return_wait_seconds * 1000),
                                 storm_quiet_ms=int(m.storm_quiet_seconds * 1000),
-                                silent_after_ms=int(m.silent_after_seconds * 1000))
+                                silent_after_ms=int(m.silent_after_seconds * 1000),
+                                kafka_gap_ms=int(m.kafka_gap_seconds * 1000),
+                                kafka_rejoin_ms=int(m.kafka_rejoin_seconds * 1000))
     return StepConfig(
         heartbeat_topic=settings.heartbeat.topic,
         offsets_topic=settings.source.offsets_topic,

@@ -7,6 +7,8 @@ with a comment saying why that answer is right. Times are seconds (converted to 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from streaming.model.rules import RULES, Ownership, Status, Thresholds, evaluate_partition, group_status
@@ -168,6 +170,13 @@ CASES = [
     #     apart: 43 s behind (over two commit intervals) and lag growing is WARN.
     (25, [(t, 5 * t) for t in range(6, 87, 20)], produced(86), 430, 86, -1, owned(86), Status.OK, Status.WARN,
      "falling_behind"),
+    # 26. Kafka away from 40 s to 100 s: the first heartbeat after it moves the clock 60 s on. At 105 s the member
+    #     last committed 65 s ago, but Kafka has been back for 5 s only: the status before (OK) is kept, not STOP.
+    (26, [(t, 10 * t) for t in range(0, 41, 2)], [(t, 10 * t) for t in range(0, 42)] + [(105, 1050)], 650, 105, -1,
+     replace(owned(40), kafka_outage=(40_000, 100_000)), Status.OK, Status.OK, "kafka_returning"),
+    # 27. The same member still silent 35 s after Kafka is back (more than its STOP time of 30 s): stuck, STOP.
+    (27, [(t, 10 * t) for t in range(0, 41, 2)], [(t, 10 * t) for t in range(0, 42)] + [(135, 1350)], 950, 135, -1,
+     replace(owned(40), kafka_outage=(40_000, 100_000)), Status.OK, Status.STOP, "stuck_member"),
 ]
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from streaming.model.events import VERDICT_OF_KIND
 from streaming.schema.heartbeat_format import encode_heartbeats
+from streaming.job.cluster_events import merge_cluster_rows
 from streaming.job.step import ShardStep, StepConfig
 from streaming.schema.tables import SOURCE
 from streaming.offline.recording.load import Recording
@@ -24,13 +25,17 @@ from streaming.offline.recording.load import Recording
 __all__ = ["TimelineEntry", "replay_batches", "replay_events", "replay_recording", "timeline_from_events",
            "VERDICT_OF_KIND"]
 
+# ``group_events`` kinds of cluster events -> their name in a timeline.
+CLUSTER_VERDICT_OF_KIND = {"KafkaUnavailable": "kafka_unavailable"}
+
+
 @dataclass(frozen=True, slots=True)
 class TimelineEntry:
     """One verdict change, on the recording's own clock (``t_ms``)."""
 
     t_ms: int
     group: str
-    scope: str  # "group" (rebalance verdicts) or "partition" (statuses)
+    scope: str  # "group" (rebalance verdicts), "partition" (statuses) or "cluster" (Kafka itself: group "")
     topic: str | None
     partition: int | None
     verdict: str
@@ -64,6 +69,9 @@ def timeline_from_events(rows: Iterable[Mapping]) -> list[TimelineEntry]:
         if kind == "StatusChanged":
             out.append(TimelineEntry(_ms(r["event_time"]), r["group_id"], "partition", r["topic"], r["partition"],
                                      r["new"], r["old"], detail.get("reason", "")))
+        elif kind in CLUSTER_VERDICT_OF_KIND:
+            out.append(TimelineEntry(_ms(r["event_time"]), "", "cluster", None, None, CLUSTER_VERDICT_OF_KIND[kind],
+                                     None, detail.get("reason", "")))
         elif kind in VERDICT_OF_KIND:
             verdict = VERDICT_OF_KIND[kind]
             gid = r["group_id"]
@@ -116,10 +124,16 @@ def replay_batches(recording: Recording, config: StepConfig = StepConfig(),
 
 def replay_events(recording: Recording, config: StepConfig = StepConfig()) -> Iterator[dict]:
     """Yields every ``group_events`` row the job's steps produce for the recording, batch by batch."""
-    for _, _, tables in replay_batches(recording, config):
+    batch: list[dict] = []
+    current = None
+    for t_ms, _, tables in replay_batches(recording, config):
+        if t_ms != current:  # one sample is one micro-batch of every shard: its cluster events merge into one
+            yield from merge_cluster_rows(batch)
+            batch, current = [], t_ms
         events = tables.get("group_events")
         if events is not None:
-            yield from events.to_pylist()
+            batch.extend(events.to_pylist())
+    yield from merge_cluster_rows(batch)
 
 
 def replay_recording(recording: Recording, config: StepConfig = StepConfig()) -> list[TimelineEntry]:
