@@ -248,6 +248,7 @@ class ShardStep:
         offsets_topic = self.config.offsets_topic
         for hb in decoded:
             count += 1
+            self._learn_topic_ids(hb.topic_ids)
             samples = {}
             quiet = {(t, p): (end, q) for t, p, end, q in hb.quiet} if hb.quiet else None
             for topic, partition, hw, lso, lw in hb.ends:
@@ -263,6 +264,17 @@ class ShardStep:
                     hw, lso, lw, hb.timestamp_ms, quiet_from=tail[1] if tail and tail[0] == hw else -1)
             self.model.apply_heartbeat(hb.timestamp_ms, samples)
         return count, 0
+
+    def _learn_topic_ids(self, pairs: tuple[tuple[str, str], ...]) -> None:
+        """Topic names of the ids the heartbeat announces (``streaming.kafka.topic_ids``): what lets a Kafka 4.1+
+        consumer-protocol group's assignment name a topic it never committed to. The broker's metadata is current,
+        so it overrides a name learnt from an older record (a topic deleted and created again)."""
+        names = self.model.topic_names
+        for topic, text in pairs:
+            try:
+                names[Uuid.parse(text)] = topic
+            except ValueError:
+                continue  # not a topic id: one bad pair leaves the others alone
 
     def _apply_records(self, records: pa.Table, wall: int):
         decoded = decode_arrow(records.column("key"), records.column("value"))

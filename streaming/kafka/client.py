@@ -14,10 +14,11 @@ import socket
 import threading
 import time
 import uuid
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 __all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "Reachability", "consumer_config", "librdkafka_logger",
@@ -235,6 +236,12 @@ class KafkaAccess:
         except KafkaException as exc:
             raise KafkaUnavailable(f"metadata request failed: {exc}") from None
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def describe_topics(self, names: list[str]) -> Mapping[str, Future]:
+        """Starts a DescribeTopics request without waiting: one future per name, whose result has ``topic_id``.
+        Not waiting matters: a broker that does not answer it (the demo's embedded one) would otherwise hold the
+        caller for the whole request timeout."""
+        return self._admin.describe_topics(TopicCollection(names), request_timeout=self.timeout_s)
 
     def partitions(self, topic: str) -> list[int]:
         try:

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from streaming.schema.heartbeat_format import encode_heartbeats
 from .client import KafkaAccess, KafkaUnavailable, Reachability
 from .tail_probe import TailProbe, read_last_offsets
+from .topic_ids import TopicIds
 
 if TYPE_CHECKING:
     from streaming.config import HeartbeatSettings
@@ -68,6 +69,7 @@ class HeartbeatEmitter:
         self.tails = TailProbe(lambda ranges: read_last_offsets(kafka, ranges), window=tail_window,
                                max_partitions=tail_partitions) if probe_tails else None
         self.reachability = Reachability(self.access.bootstrap, log)
+        self.topic_ids = TopicIds(self.access.describe_topics)
         self.topic = topic
         self.interval_s = interval_s
         self.include = re.compile(include)
@@ -271,8 +273,10 @@ class HeartbeatEmitter:
             now_ms = int(self.clock() * 1000)
             rows = [(t, p, e.high_watermark, e.last_stable, e.low_watermark) for (t, p), e in sorted(ends.items())]
             quiet = self._quiet_tails(rows)
+            ids = self.topic_ids.announcement(sorted({t for t, _ in partitions}), self.clock())
             self._seq += 1
-            for value in encode_heartbeats(now_ms, self.emitter_id, self._seq, rows, self.chunk_partitions, quiet):
+            for value in encode_heartbeats(now_ms, self.emitter_id, self._seq, rows, self.chunk_partitions, quiet,
+                                           ids):
                 self._producer.produce(self.topic, key=self.emitter_id.encode(), value=value, partition=0,
                                        timestamp=now_ms)
             remaining = self._producer.flush(self.access.timeout_s)

@@ -81,3 +81,14 @@ def dump_log(broker: KafkaBroker, files: list[Path], timeout: float = 600) -> st
         raise ToolFailed(f"kafka-dump-log failed (exit {done.returncode}): "
                          + " | ".join(done.stderr.strip().splitlines()[-5:]))
     return done.stdout
+
+
+def topic_id(broker: KafkaBroker, topic: str) -> str:
+    """The topic's id as ``kafka-topics --describe`` prints it (``TopicId: ...``)."""
+    done = broker.install.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", broker.bootstrap,
+                                   "--describe", "--topic", topic, timeout=120)
+    words = done.stdout.replace("\t", " ").split()
+    if done.returncode != 0 or "TopicId:" not in words:
+        raise ToolFailed(f"kafka-topics --describe --topic {topic} failed (exit {done.returncode}): "
+                         + " | ".join(done.stderr.strip().splitlines()[-5:]))
+    return words[words.index("TopicId:") + 1]
