@@ -54,8 +54,9 @@ def _register() -> None:
     from streaming.commands.demo import demo
     from streaming.commands.simulate import simulate
     from streaming.commands.replay import replay
+    from streaming.commands.record import record
 
-    for command in (demo, run, heartbeat, status, simulate, replay):
+    for command in (demo, run, heartbeat, status, simulate, replay, record):
         cli.add_command(command)
     from streaming.commands.maintain import maintain
     from streaming.commands.backfill import backfill
