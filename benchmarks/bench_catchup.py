@@ -39,7 +39,6 @@ import contextlib
 import json
 import os
 import platform
-import resource
 import socket
 import subprocess
 import sys
@@ -56,8 +55,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from bench_job import load_backlog  # noqa: E402
-from proctree import (PAGE, MemorySampler, ProcessCpuSampler, ThreadCpuSampler, process_cpu_seconds,  # noqa: E402
-                      thread_cpu_seconds)
+from proctree import (PAGE, MemorySampler, ProcessCpuSampler, ThreadCpuSampler, TreeCpuSampler,  # noqa: E402
+                      process_cpu_seconds, thread_cpu_seconds)
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -254,11 +253,11 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
     cmd = [str(Path(sys.executable).parent / "groupscope"), "run", "--bootstrap", bootstrap, "--checkpoint", str(cp),
            "--delta-path", str(delta), "--metrics-port", str(port)]
     env = dict(os.environ)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log_path, "w") as log:
         started_wall, started = time.time(), time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
         sampler = MemorySampler(proc.pid).start()
+        cpu = TreeCpuSampler(proc.pid).start()
         broker = broker_cpu.cpu_sampler()
         ready_s = None
         loads = [loadavg()]
@@ -275,6 +274,7 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
             _, metrics = _get(f"http://127.0.0.1:{port}/metrics")
         finally:
             sampler.stop()
+            cpu.stop()
             if broker is not None:
                 broker.stop()
             proc.terminate()
@@ -283,11 +283,6 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            ended_s = time.perf_counter() - started
-    # Every process of the job's tree was reaped by its parent, and the job by this process: their CPU time is here
-    # (the broker, a child too, still runs and is not counted).
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
     if ready_s is None:
         raise SystemExit(f"not ready after {timeout_s:.0f} s; see {log_path}")
     batches = batch_log(cp)
@@ -302,7 +297,7 @@ def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path:
     decoded = next((float(line.split()[-1]) for line in metrics.splitlines()
                     if line.startswith("groupscope_records_decoded_total")), None)
     return {"ready_s": ready_s, "batches": batches, "commit_rows": rows, "memory": sampler, "loads": loads,
-            "decoded": decoded, "cpu": cpu, "ended_s": ended_s}
+            "decoded": decoded, "cpu": cpu.by_kind()}
 
 
 def warm_batches(batches: list[dict]) -> tuple[int, float]:
@@ -428,10 +423,10 @@ def main() -> None:
         print(f"| peak RSS per process kind (each its own peak) | "
               f"{', '.join(f'{k} {mem.peak_by_kind[k] / 2**20:,.0f} MB' for k in kinds)}; "
               f"up to {mem.peak_workers} Python workers; {mem.samples} samples |")
-        user, system = job["cpu"]
-        print(f"| CPU of the job's process tree, start to exit ({job['ended_s']:.1f} s: `/ready`, then SIGTERM) | "
-              f"{user + system:.1f} s ({user:.1f} user, {system:.1f} system) = {(user + system) / job['ended_s']:.2f} "
-              f"cores on average |")
+        cpu = job["cpu"]
+        print(f"| CPU of the job's process tree, start to `/ready` (sampled from /proc: a lower bound) | "
+              f"{sum(cpu.values()):.1f} s = {sum(cpu.values()) / ready:.2f} cores on average "
+              f"({', '.join(f'{k} {v:.1f}' for k, v in sorted(cpu.items()))}) |")
         print(f"| `commits` Delta table rows | {job['commit_rows']:,} "
               f"({'equal to' if job['commit_rows'] == n else 'NOT equal to'} the backlog) |")
         print()

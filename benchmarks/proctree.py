@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 __all__ = ["children", "tree", "kind", "rss_bytes", "pss_bytes", "thread_cpu_seconds", "process_cpu_seconds",
-           "MemorySampler", "ThreadCpuSampler", "ProcessCpuSampler"]
+           "MemorySampler", "ThreadCpuSampler", "ProcessCpuSampler", "TreeCpuSampler"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -209,3 +209,26 @@ class ProcessCpuSampler(ThreadCpuSampler):
 
     def sample(self) -> None:
         self.samples.append((time.time(), process_cpu_seconds(self.pid)))
+
+
+@dataclass
+class TreeCpuSampler(_Periodic):
+    """CPU seconds used by a process tree, per kind of process: each process's CPU time as last seen, summed. A
+    process's last ``every_s`` before it exits, and a process shorter than that, are not seen: a lower bound."""
+
+    root: int
+    every_s: float = 0.25
+    last: dict[int, tuple[str, float]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def sample(self) -> None:
+        for pid in tree(self.root):
+            seconds = process_cpu_seconds(pid)
+            if seconds:
+                self.last[pid] = (kind(pid, self.root), seconds)
+
+    def by_kind(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for k, seconds in self.last.values():
+            out[k] = out.get(k, 0.0) + seconds
+        return out
