@@ -260,14 +260,12 @@ def test_kill_9_under_load_on_a_real_broker(own_kafka, tmp_path):
         committed = read_committed(bootstrap)
         uncommitted = read_committed(bootstrap, isolation="read_uncommitted")
         job = start_job(config, log)
+        # Verdicts are taken once a group has been quiet for a while (20 s after the last members left): the
+        # counters are read past that, so the job and the replayed model below judge the same, settled history.
+        settled = max(ts for _, _, ts, _, _ in committed) / 1000 + SETTLE_S
+        time.sleep(max(0.0, settled - time.time()))
         # Caught up: /ready, and the counters on /metrics settled (three equal scrapes 3 s apart).
         metrics = stable_counters(port, job, log, 150)
-        # Verdicts are taken once a group has been quiet for a while (20 s after the last members left): wait past
-        # that, so the job and the replayed model below judge the same, settled history.
-        settled = max(ts for _, _, ts, _, _ in committed) / 1000 + SETTLE_S
-        if time.time() < settled:
-            time.sleep(settled - time.time())
-            metrics = stable_counters(port, job, log, 60)
         now_ms = int(time.time() * 1000)
         want = Counter((p, o) for p, o, _, key, _ in committed if is_offset_commit(key))
         deadline = time.monotonic() + 60
