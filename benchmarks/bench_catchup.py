@@ -339,7 +339,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=10, help="partitions per group (of topic bench-events)")
     ap.add_argument("--kafka", choices=("real", "mock"), default="real",
                     help="real: an Apache Kafka broker (started here unless --bootstrap); mock: librdkafka's mock")
-    ap.add_argument("--bootstrap", help="an existing, empty Kafka broker to use instead of starting one")
+    ap.add_argument("--bootstrap", help="an existing, empty Kafka broker to use instead of starting one (its CPU "
+                    "time is not read: the broker figures print as nan)")
     ap.add_argument("--kafka-version", help="the Kafka version to start (default: the newest cached)")
     ap.add_argument("--broker-heap", default="1g", help="the started broker's JVM heap")
     ap.add_argument("--offsets-partitions", type=int,
