@@ -273,7 +273,8 @@ class HeartbeatEmitter:
             now_ms = int(self.clock() * 1000)
             rows = [(t, p, e.high_watermark, e.last_stable, e.low_watermark) for (t, p), e in sorted(ends.items())]
             quiet = self._quiet_tails(rows)
-            ids = self.topic_ids.announcement(sorted({t for t, _ in partitions}), self.clock())
+            data_topics = sorted({t for t, _ in partitions if t != self.offsets_topic})  # no group is assigned it
+            ids = self.topic_ids.announcement(data_topics, self.clock())
             self._seq += 1
             for value in encode_heartbeats(now_ms, self.emitter_id, self._seq, rows, self.chunk_partitions, quiet,
                                            ids):

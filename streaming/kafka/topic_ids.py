@@ -17,8 +17,11 @@ describe (deleted meanwhile, not authorised, no answer) is asked for again ``ret
 from __future__ import annotations
 
 import logging
+import struct
 from concurrent.futures import Future
 from typing import Callable, Iterable, Mapping
+
+from protocol import Uuid
 
 log = logging.getLogger("groupscope.heartbeat")
 
@@ -64,10 +67,18 @@ class TopicIds:
                 continue
             del self._pending[name]
             try:
-                learnt[name] = str(future.result().topic_id)
+                learnt[name] = kafka_text(future.result().topic_id)
             except Exception as exc:  # noqa: BLE001 - this name only
                 log.debug("no topic id for %s (%s); asked again later", name, exc)
         self.known.update(learnt)
         for name in learnt:
             self._asked_at.pop(name, None)
         return learnt
+
+
+def kafka_text(topic_id) -> str:
+    """Kafka's text form of a client library's topic id. Built from its two 64-bit halves, not from ``str()``:
+    confluent-kafka prints standard base64 (``+`` and ``/``) where Kafka prints the URL-safe alphabet (``-`` and
+    ``_``), so about one id in three would not match what the records and Kafka's tools say."""
+    raw = struct.pack(">qq", topic_id.get_most_significant_bits(), topic_id.get_least_significant_bits())
+    return str(Uuid(raw))

@@ -7,7 +7,10 @@ from __future__ import annotations
 from concurrent.futures import Future
 from types import SimpleNamespace
 
-from streaming.kafka.topic_ids import TopicIds
+from confluent_kafka import Uuid as ClientUuid
+
+from protocol import Uuid
+from streaming.kafka.topic_ids import TopicIds, kafka_text
 from streaming.schema.heartbeat_format import decode_heartbeat, encode_heartbeats
 
 
@@ -26,22 +29,37 @@ class Lookups:
     def answer(self, ids: dict[str, str]) -> None:
         for name, future in self.started[-1].items():
             if name in ids:
-                future.set_result(SimpleNamespace(topic_id=ids[name]))
+                future.set_result(SimpleNamespace(topic_id=client_uuid(ids[name])))
             else:
                 future.set_exception(RuntimeError("UNKNOWN_TOPIC_OR_PARTITION"))
+
+
+def client_uuid(text: str) -> ClientUuid:
+    """The client library's id object for Kafka's text form ``text``."""
+    raw = bytes(Uuid.parse(text))
+    return ClientUuid(int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True))
+
+
+A, B = "XuMxlfAoToyPp6uhLLiU4w", "OIbB_qPFRO6JNY2uny724A"
+
+
+def test_ids_are_written_in_kafkas_url_safe_alphabet_not_the_client_librarys():
+    assert str(client_uuid(B)) == "OIbB/qPFRO6JNY2uny724A"  # what str() of the client's object gives
+    assert kafka_text(client_uuid(B)) == B
+    assert kafka_text(client_uuid(A)) == A
 
 
 def test_names_are_looked_up_once_announced_when_answered_and_all_again_after_the_period():
     lookups = Lookups()
     ids = TopicIds(lookups.start, reannounce_s=300)
     assert ids.announcement(["a"], 0) == []  # asked; the answer comes later
-    lookups.answer({"a": "id-a"})
-    assert ids.announcement(["a"], 1) == [("a", "id-a")]
+    lookups.answer({"a": A})
+    assert ids.announcement(["a"], 1) == [("a", A)]
     assert ids.announcement(["a", "b"], 2) == []
-    lookups.answer({"b": "id-b"})
-    assert ids.announcement(["a", "b"], 3) == [("b", "id-b")]
+    lookups.answer({"b": B})
+    assert ids.announcement(["a", "b"], 3) == [("b", B)]
     assert ids.announcement(["a", "b"], 299) == []
-    assert ids.announcement(["a", "b"], 301) == [("a", "id-a"), ("b", "id-b")]
+    assert ids.announcement(["a", "b"], 301) == [("a", A), ("b", B)]
     assert [list(f) for f in lookups.started] == [["a"], ["b"]]
 
 
@@ -57,8 +75,8 @@ def test_a_name_the_broker_did_not_describe_is_asked_again_after_the_retry_perio
     lookups = Lookups()
     ids = TopicIds(lookups.start, retry_s=60)
     ids.announcement(["a", "gone"], 0)
-    lookups.answer({"a": "id-a"})
-    assert ids.announcement(["a", "gone"], 1) == [("a", "id-a")]
+    lookups.answer({"a": A})
+    assert ids.announcement(["a", "gone"], 1) == [("a", A)]
     assert ids.announcement(["a", "gone"], 59) == []
     assert len(lookups.started) == 1
     ids.announcement(["a", "gone"], 60)
