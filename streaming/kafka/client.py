@@ -3,7 +3,8 @@
 User settings (``kafka`` section of the config: ``bootstrap.servers``, SASL, SSL, anything librdkafka accepts) are
 passed through verbatim; groupscope only adds what its own correctness needs (isolation level, no auto commit, no
 group coordination for range reads) and what its throughput needs (``fetch.queue.backoff.ms=0``: librdkafka's
-default 1000 ms caps a consumer at about a third of what it can read).
+default 1000 ms caps a consumer at about a third of what it can read), and how soon it notices Kafka is back
+(:data:`RECONNECT`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,16 @@ from typing import Any, Iterable, Mapping
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-__all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "Reachability", "consumer_config", "librdkafka_logger",
-           "with_logger"]
+__all__ = ["EndOffsets", "KafkaAccess", "KafkaUnavailable", "RECONNECT", "Reachability", "consumer_config",
+           "librdkafka_logger", "with_logger"]
 
 LIBRDKAFKA_LOGGER = "groupscope.librdkafka"
+# Reconnection back-off of every client (the user's setting wins). librdkafka doubles the wait after each refused
+# connection up to 10 s by default, so after an outage of a minute the heartbeat emitter, the planner and the
+# readers reached Kafka up to 10 s after it answered again (5 s measured on a real broker): /ready stayed 503 and the
+# model's clock stood still that long, and the outage looked longer than it was. One attempt a second against a
+# broker that is away costs nothing.
+RECONNECT = {"reconnect.backoff.max.ms": "1000"}
 _CONNECT_FAILED = re.compile(r"Connect to \S+ failed: (?P<reason>[^(]+?)\s*(\(after|$)")
 _RESOLVE_FAILED = re.compile(r"Failed to resolve '(?P<host>[^']+)': (?P<reason>[^(]+?)\s*(\(after|$)")
 # A listener that is not plaintext Kafka (an HTTP server, a TLS port): librdkafka's advice for these is misleading
@@ -147,7 +154,7 @@ class KafkaUnavailable(RuntimeError):
 
 
 def consumer_config(kafka: Mapping[str, str], *, isolation: str = "read_committed") -> dict[str, str]:
-    conf = {"fetch.queue.backoff.ms": "0", "queued.max.messages.kbytes": "65536", "log_level": "3"}
+    conf = {"fetch.queue.backoff.ms": "0", "queued.max.messages.kbytes": "65536", "log_level": "3", **RECONNECT}
     conf.update({k: str(v) for k, v in kafka.items()})
     conf.update(_FORCED_CONSUMER)
     conf.setdefault("group.id", f"groupscope-reader-{uuid.uuid4().hex[:12]}")  # never joins: assign() only
@@ -166,7 +173,7 @@ class KafkaAccess:
     """Metadata and end-offset queries against one cluster (driver side)."""
 
     def __init__(self, kafka: Mapping[str, str], *, timeout_s: float = 10.0) -> None:
-        conf = {k: str(v) for k, v in kafka.items()}
+        conf = {**RECONNECT, **{k: str(v) for k, v in kafka.items()}}
         conf.setdefault("client.id", f"groupscope-{socket.gethostname()}")
         conf.setdefault("log_level", "3")
         # A metadata lookup must never create the topic it asks about: librdkafka's admin handle allows it by
@@ -286,7 +293,7 @@ class KafkaAccess:
         return {k: EndOffsets(hw[k], lso.get(k, hw[k]), lw.get(k, -1)) for k in hw}
 
     def producer(self, extra: Mapping[str, str] | None = None) -> Producer:
-        conf = {k: str(v) for k, v in self._kafka.items()}
+        conf = {**RECONNECT, **{k: str(v) for k, v in self._kafka.items()}}
         conf.setdefault("log_level", "3")
         conf.update(extra or {})
         return Producer(with_logger(conf))

@@ -113,3 +113,15 @@ def test_the_job_log_keeps_py4j_quiet():
         root.setLevel(level)
         logging.captureWarnings(False)
         logging.getLogger("py4j").setLevel(logging.NOTSET)
+
+
+def test_every_client_retries_a_returning_broker_within_a_second_unless_the_user_says_otherwise():
+    """librdkafka's default back-off grows to 10 s between connection attempts during an outage: the heartbeat
+    emitter reached a broker back from a 55 s stop 5 s late (tests/realkafka/test_outages.py). The readers' and the
+    emitter's clients cap it at 1 s; a value in the user's ``kafka`` section is kept."""
+    from streaming.kafka.client import RECONNECT, consumer_config
+
+    assert RECONNECT == {"reconnect.backoff.max.ms": "1000"}
+    assert consumer_config({"bootstrap.servers": "b:9092"})["reconnect.backoff.max.ms"] == "1000"
+    assert consumer_config({"bootstrap.servers": "b:9092", "reconnect.backoff.max.ms": 5000})[
+        "reconnect.backoff.max.ms"] == "5000"
