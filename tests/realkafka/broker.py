@@ -165,7 +165,8 @@ class KafkaBroker:
 
     def _format(self, properties: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        done = self.install.run_tool("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
+        # "--cluster-id=ID" in one word: an id starting with "-" (1 in 64) would otherwise be read as an option
+        done = self.install.run_tool("kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={cluster_id}",
                                      "-c", str(properties), timeout=120)
         if done.returncode != 0:
             raise BrokerFailed(f"kafka-storage format failed (exit {done.returncode}):\n"
