@@ -206,19 +206,23 @@ class Workload:
         self.consumers: dict[str, Consumer] = {}
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> None:
+    def start(self, members: tuple[Member, ...] = HEALTHY, sample: bool = True) -> None:
+        """Topics, the producer, ``members`` and (for a recording, not for a live job that has its own heartbeats)
+        the end-offset sampler."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.broker.bootstrap, "log_level": "0"})
         for f in admin.create_topics([NewTopic(topic_of(g), PARTITIONS, 1) for g in GROUPS]).values():
             f.result(30)
-        for target, args in ((produce, (self.broker.bootstrap, self.stop_event)),
-                             (sample_end_offsets, (self.broker.bootstrap, self.out / "end_offsets.jsonl",
-                                                   self.stop_event))):
+        jobs: list[tuple[Callable, tuple]] = [(produce, (self.broker.bootstrap, self.stop_event))]
+        if sample:
+            jobs.append((sample_end_offsets, (self.broker.bootstrap, self.out / "end_offsets.jsonl",
+                                              self.stop_event)))
+        for target, args in jobs:
             t = threading.Thread(target=target, args=args, daemon=True)
             t.start()
             self._threads.append(t)
-        for m in HEALTHY:
+        for m in members:
             self.start_member(m)
 
     def start_member(self, m: Member) -> None:
