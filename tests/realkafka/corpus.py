@@ -262,7 +262,8 @@ def play(broker: KafkaBroker, shape: str, out: Path) -> Path:
         log.add("recorder_stopping", source="driver")
         os.killpg(recorder.pid, signal.SIGINT)
         stdout, stderr = recorder.communicate(timeout=30)
-        log.add("recorder_stopped", source="driver", summary=stdout.strip(), returncode=recorder.returncode)
+        log.add("recorder_stopped", source="driver", summary=stdout.strip().replace(f"{out}/", ""),
+                returncode=recorder.returncode)  # the folder's name, not where this machine kept it
         run.close()
     log.write(folder / "client_events.jsonl")
     write_labels(folder, shape)

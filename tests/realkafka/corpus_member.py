@@ -121,11 +121,13 @@ class Member:
         if not assignment:
             return
         try:
-            positions = [tp for tp in self.consumer.position(assignment) if tp.offset >= 0]
-            for tp in positions:
+            positions = []
+            for tp in self.consumer.position(assignment):
                 retry = self.poisoned.get((tp.topic, tp.partition))
                 if retry is not None:
-                    tp.offset = retry
+                    tp.offset = retry  # after a seek the position is unknown until the next fetch: commit the retry
+                if tp.offset >= 0:
+                    positions.append(tp)
             if positions:
                 self.consumer.commit(offsets=positions, asynchronous=False)
                 emit("commit", member=self.name, offsets={f"{tp.topic}:{tp.partition}": tp.offset for tp in positions})
