@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from streaming.job.cluster_events import merge_cluster_events
+from streaming.schema.cluster_events import merge_cluster_events
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
 from streaming.schema.tables import LAG, TABLES
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from streaming.model.events import VERDICT_OF_KIND
 from streaming.schema.heartbeat_format import encode_heartbeats
-from streaming.job.cluster_events import merge_cluster_rows
+from streaming.schema.cluster_events import merge_cluster_rows
 from streaming.job.step import ShardStep, StepConfig
 from streaming.schema.tables import SOURCE
 from streaming.offline.recording.load import Recording
