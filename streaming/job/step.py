@@ -79,6 +79,7 @@ class StepHealth:
     groups: int
     step_seconds: float
     state_bytes: int = 0  # the shard's serialized state after this batch (filled in by the stateful operator)
+    kafka_outages: int = 0  # Kafka outages this shard has reported (KafkaUnavailable), since the state began
     full_snapshot: bool = True  # every group of the shard was in this batch's ``groups`` rows (False: only those
     # it touched; a restarted endpoint is ready once every shard has sent a full one)
 
@@ -204,6 +205,7 @@ class ShardStep:
             groups=len(self.model.group_ids()),
             step_seconds=time.perf_counter() - started,
             full_snapshot=full,
+            kafka_outages=self.model.availability.outages,
         )
         return tables, health
 

@@ -29,7 +29,7 @@ class AvailabilityTracker:
     """Kafka's availability for one shard; reports each outage once its rejoin window is over."""
 
     __slots__ = ("gap_ms", "rejoin_ms", "state", "since_ms", "back_ms", "groups", "last_back_ms", "last_since_ms",
-                 "interval_ms")
+                 "interval_ms", "outages")
 
     def __init__(self, gap_ms: int, rejoin_ms: int) -> None:
         self.gap_ms, self.rejoin_ms = gap_ms, rejoin_ms
@@ -40,6 +40,7 @@ class AvailabilityTracker:
         self.last_since_ms = -1  # the latest finished outage, kept for the status rules after its report
         self.last_back_ms = -1
         self.interval_ms = -1  # the heartbeat interval seen last (-1: not yet: no gap can be told before it)
+        self.outages = 0  # outages reported so far: kept in the state, so the counter survives the job's restarts
 
     @property
     def gap(self) -> int:
@@ -105,6 +106,7 @@ class AvailabilityTracker:
                   "a cluster event, not counted against any group")
         at = self.back_ms + self.rejoin_ms
         self.groups = set()
+        self.outages += 1
         return [ev.KafkaUnavailable("", self.since_ms, at, self.since_ms, self.back_ms, seconds, groups,
                                     reason=reason)]
 
@@ -112,7 +114,7 @@ class AvailabilityTracker:
 
     def to_tuple(self) -> tuple:
         return (self.state.value, self.since_ms, self.back_ms, tuple(sorted(self.groups)), self.last_since_ms,
-                self.last_back_ms, self.interval_ms)
+                self.last_back_ms, self.interval_ms, self.outages)
 
     def load(self, t: tuple) -> None:
         """Restores :meth:`to_tuple` (an empty tuple: a state written before outages were tracked)."""
@@ -120,3 +122,4 @@ class AvailabilityTracker:
             self.state = KafkaAvailability(t[0])
             self.since_ms, self.back_ms, self.groups = t[1], t[2], set(t[3])
             self.last_since_ms, self.last_back_ms, self.interval_ms = t[4], t[5], t[6]
+            self.outages = t[7] if len(t) > 7 else 0  # states written before the count have none

@@ -187,6 +187,9 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("groupscope_kafka_unreachable_seconds", "gauge", "monitor", ("cluster",),
        "Seconds since the heartbeat emitter last reached Kafka (0 right after a heartbeat): while Kafka cannot be "
        "reached, how stale the whole view is."),
+    _m("groupscope_kafka_outages_total", "counter", "monitor", ("cluster",),
+       "Kafka outages the model has reported (KafkaUnavailable events): gaps of the heartbeats and the log longer "
+       "than model.kafka_gap_seconds. Kept in the job's state across restarts."),
     _m("groupscope_heartbeat_age_seconds", "gauge", "monitor", ("cluster",),
        "Seconds since the newest applied heartbeat: how stale every lag and status is."),
     _m("groupscope_caught_up", "gauge", "monitor", ("cluster",),
@@ -238,6 +241,7 @@ class OffsetsPartitionHealth:
     last_stable_offset: int = -1
     caught_up: bool = False
     state_bytes: int = 0  # the shard's serialized state in the state store
+    kafka_outages: int = 0  # Kafka outages the shard has reported (each shard sees every one)
     published: bool = True  # every group of the shard has reached this endpoint since it started (False until a
     # shard rebuilt from its state has sent them all: see StepHealth.full_snapshot)
 
@@ -277,6 +281,12 @@ class MonitorHealth:
     offsets_partitions: tuple[OffsetsPartitionHealth, ...] = ()
 
     @property
+    def kafka_outages(self) -> int:
+        """Kafka outages the model has reported: every shard sees each one, so the most any shard counted (a shard
+        whose log was written during a gap took it, rightly, for the job's own downtime)."""
+        return max((p.kafka_outages for p in self.offsets_partitions), default=0)
+
+    @property
     def caught_up(self) -> bool:
         """Ready: every known ``__consumer_offsets`` partition is read up to its LSO (none known: not ready)."""
         return bool(self.offsets_partitions) and all(p.caught_up for p in self.offsets_partitions)
@@ -305,7 +315,7 @@ class MonitorHealth:
             published = (old is not None and old.published) or bool(getattr(s, "full_snapshot", True))
             parts[s.shard] = OffsetsPartitionHealth(s.shard, s.last_offset, s.offsets_high_watermark,
                                                     s.offsets_last_stable, bool(s.caught_up), s.state_bytes,
-                                                    published)
+                                                    int(getattr(s, "kafka_outages", 0)), published)
             if s.heartbeat_ms >= 0 and (heartbeat is None or s.heartbeat_ms / 1000 > heartbeat):
                 heartbeat = s.heartbeat_ms / 1000
         return replace(
@@ -671,6 +681,7 @@ class GroupscopeCollector:
                             ("groupscope_last_batch_timestamp_seconds", h.last_batch_time),
                             ("groupscope_last_heartbeat_timestamp_seconds", h.heartbeat_time),
                             ("groupscope_caught_up", 1.0 if h.caught_up else 0.0),
+                            ("groupscope_kafka_outages_total", h.kafka_outages if h.offsets_partitions else None),
                             ("groupscope_groups", len(view.groups)),
                             ("groupscope_state_bytes", (sum(p.state_bytes for p in h.offsets_partitions)
                                                         if h.offsets_partitions else None))):

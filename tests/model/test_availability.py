@@ -39,6 +39,23 @@ def test_a_gap_with_a_silent_log_is_an_outage_reported_once_after_the_rejoin_win
     assert tr.state is KafkaAvailability.AVAILABLE and tr.window() is None
 
 
+def test_outages_are_counted_once_each_and_the_count_survives_the_state():
+    """``groupscope_kafka_outages_total`` comes from this count: one per reported outage, never per heartbeat of
+    it, and a job restarted from its checkpoint goes on from where it was."""
+    tr = AvailabilityTracker(gap_ms=15_000, rejoin_ms=60_000)
+    last = T0
+    beats(tr, T0, T0 + 30_000, last_ts=last)
+    for n, start in enumerate((T0 + 30_000, T0 + 200_000), 1):
+        tr.on_heartbeat(start + 40_000, start, last)  # away 40 s: late heartbeat
+        beats(tr, start + 40_000, start + 170_000, last_ts=last)
+        assert tr.outages == n and tr.state is KafkaAvailability.AVAILABLE
+    again = AvailabilityTracker(gap_ms=15_000, rejoin_ms=60_000)
+    again.load(tr.to_tuple())
+    assert again.outages == 2
+    again.load(tr.to_tuple()[:7])  # a state written before outages were counted
+    assert again.outages == 0
+
+
 def test_a_gap_while_the_log_was_written_is_the_jobs_own_downtime_not_kafkas():
     tr = AvailabilityTracker(gap_ms=15_000, rejoin_ms=60_000)
     beats(tr, T0, T0 + 30_000, last_ts=T0)

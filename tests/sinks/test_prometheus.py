@@ -593,8 +593,8 @@ def test_monitor_series():
     state.apply_batch([group_row("g1"), group_row("g2")], health=MonitorHealth(
         records_decoded=1000, decode_errors=3, unknown_records=2, batches=12, query_restarts=1,
         last_batch_seconds=0.4, input_records_per_second=2500.0, last_batch_time=NOW - 1, heartbeat_time=NOW - 7.5,
-        offsets_partitions=(OffsetsPartitionHealth(0, 89, 100, 90, True, 2048),
-                            OffsetsPartitionHealth(1, 9, 50, 50, False, 1024))))
+        offsets_partitions=(OffsetsPartitionHealth(0, 89, 100, 90, True, 2048, 2),
+                            OffsetsPartitionHealth(1, 9, 50, 50, False, 1024, 1))))
     s = scrape(state)
     expected = {
         "groupscope_records_decoded_total": 1000, "groupscope_decode_errors_total": 3,
@@ -605,6 +605,8 @@ def test_monitor_series():
         "groupscope_caught_up": 0,  # partition 1 is 40 records behind
         "groupscope_groups": 2, "groupscope_model_anomalies_total": 0,
         "groupscope_state_bytes": 3072,  # both shards' state
+        # every shard sees each outage; one whose log was written during a gap (the job's own downtime) does not
+        "groupscope_kafka_outages_total": 2,
     }
     assert {k: value(s, k) for k in expected} == expected
     assert value(s, "groupscope_offsets_topic_behind_records", partition="1") == 40
