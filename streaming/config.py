@@ -190,6 +190,8 @@ class ModelSettings(_Section):
     settle_seconds: float = Field(20.0, gt=0)
     # a group smaller than before waits this long for the members that left to come back before a scale-in
     return_wait_seconds: float = Field(180.0, gt=0)
+    # ... unless members left one after another over at least this long and nobody joined: a stepwise scale-in
+    stepwise_leave_seconds: float = Field(10.0, gt=0)
     storm_quiet_seconds: float = Field(60.0, gt=0)
     # a consumer-protocol member that has not followed a group epoch bump for this long stopped heartbeating
     silent_after_seconds: float = Field(20.0, gt=0)

@@ -286,13 +286,21 @@ def is_waiting_turn(offsets, ownership: Ownership, now_ms: int, stop_after: floa
     too (its records were fetched long ago); a member that keeps the partition it moved last current is not
     working off a backlog, so a partition of it that stands still (paused, or a poison record retried) is stalled,
     as are the partitions of a member that moves none of them forward.
+
+    Less than ``warn_after`` behind on the partition it moved last still counts as working off a backlog when
+    that is at least half as long as this partition has stood still: the owner is busy with records produced
+    about when this one stopped moving (a burst landing on every partition at once: the partition it works on
+    is only seconds behind, every second of them the burst's). A member that keeps that partition current is
+    about one commit interval behind there however long this one stands still.
     """
     if ownership.owner is None:
         return False
     when, behind = owner_lead(ownership)
-    if when is None or now_ms - when > stop_after or (behind is not None and behind < warn_after):
-        return False  # no recent move, or one on a partition the owner keeps current (keeps_lead_current)
     own = last_advance_ms(offsets)
+    still_ms = now_ms - (offsets[0][0] if own is None else own)
+    if when is None or now_ms - when > stop_after or (
+            behind is not None and behind < warn_after and 2 * behind < still_ms):
+        return False  # no recent move, or one on a partition the owner keeps current (keeps_lead_current)
     return when > (offsets[0][0] if own is None else own) + th.min_distance_ms
 
 

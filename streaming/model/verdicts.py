@@ -49,6 +49,7 @@ formation          the episode started from an empty (or new) group and nobody l
 scale_out          members only joined, and no present member of the same name expired (no restarts); or  at settle
                    members left and joined and the group grew
 scale_in           members only left; or members left and joined and the group shrank                     at settle
+                   (no return wait when they left one after another over ``stepwise_leave_ms``)
 =================  =====================================================================================  ==========
 
 While a storm is active no other verdict is taken: its rebalances belong to the storm.
@@ -99,6 +100,9 @@ class RebalanceConfig:
     return_wait_ms: int = 180_000  # ... while the group is smaller than at the episode's start: time for the
     # member that left to come back (a pod rescheduled, a JVM starting, a static member past its session) before
     # the departure is called a scale-in
+    stepwise_leave_ms: int = 10_000  # members leaving one after another over at least this long, nobody joining:
+    # a scale-in step by step, judged at settle without the return wait (a deploy brings each member back before it
+    # takes the next one down; members lost together leave within seconds of each other)
     storm_quiet_ms: int = 60_000  # quiet time that ends a storm
     restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
     silent_after_ms: int = 20_000  # a consumer-protocol member that has not followed an epoch bump for this long
@@ -121,7 +125,7 @@ class RebalanceConfig:
                              "identity_flap_departures >= 2 required")
         if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms,
                self.restart_wait_ms, self.return_wait_ms, self.silent_after_ms, self.kafka_gap_ms,
-               self.kafka_rejoin_ms) <= 0:
+               self.kafka_rejoin_ms, self.stepwise_leave_ms) <= 0:
             raise ValueError("rebalance config: every duration must be positive")
 
 
@@ -150,13 +154,16 @@ class _Episode:
     young_leavers: tuple[str, ...] = ()
     join_rounds: int = 0  # rebalances in which someone joined
     departures_by_first_join: int = -1  # departures up to and with the first rebalance someone joined in
+    leave_rounds: int = 0  # rebalances in which someone left
+    first_leave_ms: int = -1  # when the first and the latest of them happened
+    last_leave_ms: int = -1
 
     def to_tuple(self) -> tuple:
         return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
                 tuple(sorted(self.baseline)), self.size_now, self.joins, self.departures, self.max_departures,
                 self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
                 self.replaced_departures, self.leavers, self.young_leavers, self.join_rounds,
-                self.departures_by_first_join)
+                self.departures_by_first_join, self.leave_rounds, self.first_leave_ms, self.last_leave_ms)
 
     def leaver(self, k: int) -> str | None:
         """Who the ``k``-th departure was (None in a state written before departures were named)."""
@@ -360,7 +367,9 @@ class RebalanceJudge:
                 flap = short or again
                 j.departures.append((ts, ident, flap))
                 flaps_now += flap
-                if flap and not again and named and repeats == 0 and not (wholesale and came_wholesale):
+                if flap and not again and repeats == 0 and not (wholesale and came_wholesale):
+                    # Named or not: under a shared name (Java's default client id in every JVM) the departure is
+                    # still one member leaving young, and a new instance of that name replaces it.
                     young.append(ident)
             if ep is not None and mid not in ep.baseline:
                 outsiders += 1
@@ -417,6 +426,10 @@ class RebalanceJudge:
         ep.replaced_departures += replaced
         ep.leavers += tuple(leavers)
         ep.young_leavers += tuple(young)
+        if left:
+            ep.leave_rounds += 1
+            ep.first_leave_ms = ts if ep.first_leave_ms < 0 else ep.first_leave_ms
+            ep.last_leave_ms = ts
         if joined:
             ep.join_rounds += 1
             if ep.departures_by_first_join < 0:
@@ -494,6 +507,14 @@ class RebalanceJudge:
         reason = (f"{len(j.churn)} rebalances changing membership in {(ts - j.churn[0]) / 1000:.0f} s; "
                   f"{flaps} flaps (a member leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining, "
                   f"or the same member leaving or restarting again)")
+        # Who keeps coming back: a named member that left twice or more in the window was back in between, thrown
+        # out and rejoining (poll interval or session exceeded) or restarted: one member, not several replaced.
+        back = Counter(i for _, i, _ in j.departures if i not in j.shared)
+        again = sorted(i for i, n in back.items() if n >= 2)
+        if again:
+            reason += (f"; {', '.join(f'{i} left {back[i]} times' for i in again)}, back under the same name in "
+                       f"between: thrown out and rejoining (max.poll.interval.ms or session timeout exceeded) or "
+                       f"restarting in a loop, not a deploy")
         self._count(j, "storm", reason, ts)
         return ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
                                  reason=reason)
@@ -626,7 +647,7 @@ class RebalanceJudge:
         if ep.restart_joins > ep.replaced_departures and any(
                 n >= 2 and ident not in j.shared for ident, n in holders.items()):
             quiet = max(quiet, cfg.ghost_wait_ms)
-        if ep.size_now < ep.size_before and not ep.went_empty:
+        if ep.size_now < ep.size_before and not ep.went_empty and not self._stepwise_scale_in(ep):
             quiet = max(quiet, cfg.return_wait_ms)
         if now_ms < ep.last_ms + quiet:
             return out
@@ -674,6 +695,15 @@ class RebalanceJudge:
             out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep, settled=True))
         return out
 
+    def _stepwise_scale_in(self, ep: _Episode) -> bool:
+        """Members left one after another, in two or more rebalances spread over ``stepwise_leave_ms`` or more, and
+        nobody joined: the group is being scaled in step by step, not waiting for a member to come back. A deploy
+        takes the next member down only once the previous one is back (nobody joined: nobody is back), and members
+        lost together (a node) leave within seconds of each other, so neither looks like this; they still get the
+        return wait."""
+        return (ep.joins == 0 and ep.leave_rounds >= 2 and not ep.started_empty
+                and ep.last_leave_ms - ep.first_leave_ms >= self.config.stepwise_leave_ms)
+
     def _storm_quiet_ms(self, j: _GroupJudgement) -> int:
         """Quiet time that ends a storm: ``storm_quiet_ms``, or twice the storm's own longest quiet between two
         churn rebalances when that is longer (a member thrown out every 70 s for exceeding its poll interval keeps
@@ -714,10 +744,11 @@ class RebalanceJudge:
         started shortly before. (They still count towards a storm: two young departures in the window call one,
         since a crash loop's first round looks the same; this only keeps a single young restart from vetoing
         the rolling restart it belongs to.)"""
-        if ep.flaps != len(ep.young_leavers):
+        if ep.flaps != len(ep.young_leavers) or len(set(ep.young_leavers)) != len(ep.young_leavers):
             return False
         present = {ident for _, ident, _ in j.members.values()}
-        return all(ep.leavers.count(i) == 1 and i in present for i in ep.young_leavers)
+        # A shared name is listed among the leavers by member id (it names nobody): at most once by name.
+        return all(ep.leavers.count(i) <= 1 and i in present for i in ep.young_leavers)
 
     def _rolling_restart_shape(self, ep: _Episode, j: _GroupJudgement) -> bool:
         return (not ep.started_empty and not ep.went_empty and (ep.flaps == 0 or self._only_young_restarts(ep, j))
@@ -783,7 +814,9 @@ class RebalanceJudge:
             reason = {
                 "formation": f"group formed with {_members(ep.size_now)} in {span:.0f} s",
                 "scale_out": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody left"),
-                "scale_in": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody joined"),
+                "scale_in": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody joined") + (
+                    f"; {ep.departures} left one after another over {(ep.last_leave_ms - ep.first_leave_ms) / 1000:.0f}"
+                    f" s (rule stepwise_scale_in: no return wait)" if self._stepwise_scale_in(ep) else ""),
             }[verdict] + quiet
             cls = {"formation": ev.GroupFormed, "scale_out": ev.ScaleOut, "scale_in": ev.ScaleIn}[verdict]
             event = cls(gid, offset, at, ep.rebalances, span, ep.start_ms, ep.size_before, ep.size_now,

@@ -43,6 +43,7 @@ def step_config(settings: Settings) -> StepConfig:
                                 flap_lifetime_ms=int(m.flap_lifetime_seconds * 1000),
                                 settle_ms=int(m.settle_seconds * 1000),
                                 return_wait_ms=int(m.return_wait_seconds * 1000),
+                                stepwise_leave_ms=int(m.stepwise_leave_seconds * 1000),
                                 storm_quiet_ms=int(m.storm_quiet_seconds * 1000),
                                 silent_after_ms=int(m.silent_after_seconds * 1000),
                                 kafka_gap_ms=int(m.kafka_gap_seconds * 1000),

@@ -16,10 +16,11 @@ CASES = [
      {"allowed_lag": 7, "stop_after_ms": 45_000, "stop_cadence_factor": 4, "stop_max_ms": 1_800_000,
       "stop_first_interval_ms": 600_000, "empty_group_grace_ms": 20_000, "warn_after_ms": 15_000, "window": 10}),
     ("rebalance", {"storm_rebalances": 4, "storm_window_seconds": 300, "storm_flaps": 3, "flap_lifetime_seconds": 15,
-                   "settle_seconds": 25, "return_wait_seconds": 120, "storm_quiet_seconds": 90,
-                   "silent_after_seconds": 30},
+                   "settle_seconds": 25, "return_wait_seconds": 120, "stepwise_leave_seconds": 15,
+                   "storm_quiet_seconds": 90, "silent_after_seconds": 30},
      {"storm_rebalances": 4, "storm_window_ms": 300_000, "storm_flaps": 3, "flap_lifetime_ms": 15_000,
-      "settle_ms": 25_000, "return_wait_ms": 120_000, "storm_quiet_ms": 90_000, "silent_after_ms": 30_000}),
+      "settle_ms": 25_000, "return_wait_ms": 120_000, "stepwise_leave_ms": 15_000, "storm_quiet_ms": 90_000,
+      "silent_after_ms": 30_000}),
 ]
 
 

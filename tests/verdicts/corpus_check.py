@@ -1,9 +1,8 @@
 """Replays every corpus recording (``tests/data/corpus.tar.zst``, made with ``groupscope record`` by
 ``tests/realkafka/corpus.py``) and prints, for every label, whether the model meets it.
 
-Why a script and not yet a test: the labels come from what the clients did, and the model does not meet all of
-them yet. The labels are not weakened to fit; once the model meets every one, this becomes a test by asserting
-that ``missed`` is empty for every recording.
+The test is ``tests/verdicts/test_corpus.py`` (every label of every recording met); this script prints the
+table of labels met and missed, for a change of the model or a new recording.
 
     python -m tests.verdicts.corpus_check [RECORDING_FOLDER ...]
 
