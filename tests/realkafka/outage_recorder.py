@@ -34,6 +34,10 @@ from tests.realkafka.broker import KafkaBroker
 from tests.realkafka.install import kafka_install
 
 SESSION_TIMEOUT_MS = 10_000  # short sessions keep the recordings short: outages of 25-60 s expire every member
+# A group that commits every second and goes this long without a commit while Kafka answers has stopped consuming
+# (its consumers hung, or the workload is ending); after an outage its members get this long again to rejoin.
+SILENT_MS = 10_000
+REJOIN_GRACE_MS = 20_000
 PRODUCE_PER_SECOND = 5  # per partition
 PARTITIONS = 4
 
@@ -311,8 +315,11 @@ def plan_freeze(w: Workload, t0: float) -> None:
     deploy = background(lambda: w.rolling_restart("ok-rolling", gap_s=8.0))
     time.sleep(5)  # the first member's replacement is joining
     w.broker_action("restart", outage="restart")
+    back = time.monotonic()
     deploy.join(60)
-    at(175)
+    # Until the restart's rejoin window (60 s after Kafka is back) is over: its event is written only then. A
+    # restart takes 15-25 s on two busy cores, so a fixed end cut the window off.
+    at(max(175.0, back - t0 + 70.0))
     crash.join(30)
 
 
@@ -366,9 +373,11 @@ def outages_from_events(events: list[dict]) -> list[dict]:
 def labels_from_events(events: list[dict], plan: str, version: str) -> dict:
     """The verdicts an SRE expects, from the client log alone.
 
-    * Healthy groups (every group but the crash loop): their processes never crashed, so never a storm, and their
-      partitions are never STOP or STALL: every member committed within about a second whenever it had
-      partitions and Kafka answered.
+    * Healthy groups (every group but the crash loop): their processes never crashed, so never a storm. Their
+      partitions are never STOP or STALL while the group commits (:func:`commit_silence`): from 15 s after its
+      first commit until it falls silent while Kafka answers. A silence that begins before the workload ends is
+      consumers that hung (librdkafka static members blocked in a commit after a freeze, seen on Kafka 4.0): every
+      partition of the group is then expected STOP within a minute, as for any consumer that stopped.
     * The deploy: a rolling restart reported between its first member closing and a minute after its last start,
       when no outage fell inside it (or within 5 s of its end).
     * The crash loop: a storm while it runs.
@@ -383,7 +392,14 @@ def labels_from_events(events: list[dict], plan: str, version: str) -> dict:
     for g in healthy:
         labels.append({"group": g, "never": ["storm"]})
         first = min(e["t_ms"] for e in events if e["kind"] == "commit" and e["group"] == g)
-        labels.append({"group": g, "partition": "*", "from_ms": first + 15_000, "to_ms": end, "not": ["STOP", "STALL"]})
+        silent = commit_silence(events, g, outages)
+        labels.append({"group": g, "partition": "*", "from_ms": first + 15_000, "to_ms": silent or end,
+                       "not": ["STOP", "STALL"]})
+        ending = min((e["t_ms"] for e in events if e["kind"] == "process_exit" and e.get("how") == "end"),
+                     default=end)
+        if silent is not None and silent + 60_000 <= ending:
+            labels.append({"group": g, "partition": "*", "status": "STOP", "mode": "at_least_once",
+                           "from_ms": silent, "to_ms": silent + 60_000})
     for begin in (e for e in events if e["kind"] == "deploy_begin"):
         done = next(e for e in events if e["kind"] == "deploy_end" and e["t_ms"] > begin["t_ms"])
         hit = any(o["from_ms"] < done["t_ms"] + 5_000 and o["to_ms"] > begin["t_ms"] for o in outages)
@@ -409,6 +425,22 @@ def labels_from_events(events: list[dict], plan: str, version: str) -> dict:
     }
 
 
+def commit_silence(events: list[dict], group: str, outages: list[dict]) -> int | None:
+    """When ``group`` stopped committing while Kafka answered (None: it never did before the log ends): the start
+    of the first gap between its commits, or after its last, longer than ``SILENT_MS``, unless an outage explains
+    it: the gap ends within ``REJOIN_GRACE_MS`` of Kafka answering, and begins before that (during the outage, or
+    in the rebalance that follows it)."""
+    commits = sorted(e["t_ms"] for e in events if e["kind"] == "commit" and e["group"] == group)
+    for a, b in zip(commits, commits[1:] + [events[-1]["t_ms"]]):
+        if b - a <= SILENT_MS:
+            continue
+        if any(o["from_ms"] < b <= o["to_ms"] + REJOIN_GRACE_MS and a < o["to_ms"] + REJOIN_GRACE_MS
+               for o in outages):
+            continue
+        return a
+    return None
+
+
 def _rejoined(events: list[dict], outage: dict) -> set[str]:
     last_id: dict[str, str] = {}
     restarted: set[str] = set()
@@ -426,5 +458,18 @@ def _rejoined(events: list[dict], outage: dict) -> set[str]:
     return groups
 
 
+def relabel(folder: Path) -> None:
+    """``labels.json`` derived again from a recording's ``client_events.jsonl`` (its plan and version kept)."""
+    old = json.loads((folder / "labels.json").read_text())
+    events = [json.loads(line) for line in (folder / "client_events.jsonl").read_text().splitlines()]
+    plan = old["scenario"].removeprefix("outage_")
+    (folder / "labels.json").write_text(json.dumps(labels_from_events(events, plan, old["kafka_version"]),
+                                                   indent=1) + "\n")
+
+
 if __name__ == "__main__":
-    record(sys.argv[1], Path(sys.argv[2]))
+    if sys.argv[1] == "relabel":  # python -m tests.realkafka.outage_recorder relabel FOLDER...
+        for arg in sys.argv[2:]:
+            relabel(Path(arg))
+    else:
+        record(sys.argv[1], Path(sys.argv[2]))

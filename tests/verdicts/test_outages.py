@@ -1,7 +1,12 @@
 """Acceptance: real broker outages, recorded on a real Kafka 4.0 broker with real clients
 (``tests/data/outages.tar.zst``, made by ``tests/realkafka/outage_recorder.py``), replayed through the job's own
 step. Every label of ``labels.json`` (derived from the client log) holds, and each outage longer than the session
-timeout is one ``KafkaUnavailable`` row naming the groups whose members Kafka made rejoin."""
+timeout is one ``KafkaUnavailable`` row naming the groups whose members Kafka made rejoin.
+
+Two recordings: ``outage_stop`` (a deploy, then the broker stopped 25 s and started: 49 s away; then frozen 5 s)
+and ``outage_freeze`` (frozen 25 s, then restarted, 17 s away, five seconds into a deploy's rebalance and inside
+the rejoin window of the freeze; the static members' librdkafka consumers hung after the freeze and never
+committed again, so that group is expected STOP, as any consumer that stopped)."""
 
 from __future__ import annotations
 
