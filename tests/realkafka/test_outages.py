@@ -15,6 +15,7 @@ stopped (SIGTERM, its log directory kept) for ``OUTAGE_S`` and started. Then:
   and as long as the outage the clients saw (give or take the heartbeat interval);
 * ``/ready`` turns 503 and ``groupscope_kafka_up`` 0 within ``ready_max_kafka_silence_seconds`` (30 s) of the
   stop, and ``/ready`` is 200 again within a heartbeat interval (plus slack) of the broker answering;
+* ``groupscope_kafka_outages_total`` goes from 0 to 1;
 * no healthy partition is STOP or STALL once the job is ready, the outage included;
 * from its first 200, ``/metrics`` has every group the clients made.
 """
@@ -61,6 +62,7 @@ class Sample:
     ready: int  # HTTP status of /ready (0: not serving)
     reason: str
     kafka_up: float | None
+    outages: float | None = None  # groupscope_kafka_outages_total
     groups: set[str] = field(default_factory=set)
     bad_partitions: list[str] = field(default_factory=list)  # healthy partitions STOP or STALL
     storm_active: set[str] = field(default_factory=set)
@@ -87,6 +89,8 @@ def look(port: int) -> Sample:
             g = m.labels.get("group")
             if m.name == "groupscope_kafka_up":
                 s.kafka_up = m.value
+            elif m.name == "groupscope_kafka_outages_total":
+                s.outages = m.value
             elif m.name == "kafka_consumergroup_info":
                 s.groups.add(g)
             elif m.name == "kafka_consumergroup_partition_status" and g in HEALTHY_GROUPS and m.value in STOP_CODES:
@@ -234,6 +238,9 @@ def test_a_broker_stopped_past_the_session_timeout_is_one_cluster_event(own_kafk
     assert len(outages) == 1, outages
     detail = json.loads(outages[0]["detail"])
     assert outages[0]["shard"] == -1 and outages[0]["group_id"] == ""
+    counted = [s.outages for s in samples if s.ready == 200]
+    assert counted[0] == 0 and counted[-1] == 1 and counted == sorted(counted), \
+        f"groupscope_kafka_outages_total went {sorted(set(counted))}"
     assert rejoined, "no healthy group rejoined under a new member id: the outage did not do what it is for"
     assert set(rejoined) <= set(detail["groups"]) <= set(made), (rejoined, detail)
     seen_s = back_s - stop_s
