@@ -246,9 +246,10 @@ def test_a_broker_stopped_past_the_session_timeout_is_one_cluster_event(own_kafk
     seen_s = back_s - stop_s
     print(f"reported: {detail['seconds']:.1f} s, groups {detail['groups']}; /ready 503 {down.t - stop_s:.1f} s "
           f"after the stop, 200 {up.t - back_s:.1f} s after the broker answered")
-    # From the last heartbeat before the stop to the first after the broker answered: a heartbeat interval either
-    # side at most, plus the time a connection attempt and a tick take after it answers.
-    assert seen_s - HEARTBEAT_S <= detail["seconds"] <= seen_s + HEARTBEAT_S + 1.5, (seen_s, detail)
+    # From the last heartbeat before the stop (at most an interval before it) to the first after the broker answered
+    # (within an interval: the next tick, or the one waiting on a reconnection, 1 s apart at most), plus a tick's
+    # own time. Measured: +2.4 to +3.0 s; librdkafka's default 10 s back-off made it +6.3 s.
+    assert seen_s - HEARTBEAT_S <= detail["seconds"] <= seen_s + 2 * HEARTBEAT_S + 1.0, (seen_s, detail)
 
     # No healthy partition STOP or STALL once the job was ready: not in the events, the lag table or /metrics.
     bad_events = [(r["group_id"], r["topic"], r["partition"], r["new"], r["event_time"]) for r in events
