@@ -8,6 +8,8 @@ these tests never skip.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pytest
 
 from tests.realkafka.broker import BrokerFailed, KafkaBroker
@@ -21,17 +23,21 @@ def _install(version: str) -> KafkaInstall:
         pytest.fail(str(exc), pytrace=False)
 
 
-@pytest.fixture(scope="session", params=tested_versions())
-def kafka(request, tmp_path_factory) -> KafkaBroker:
-    """A running broker of each tested version, shared by the tests of a session. Tests create their own topics
-    and groups with names of their own, so they do not see each other's."""
-    broker = KafkaBroker(_install(request.param), tmp_path_factory.mktemp(f"kafka-{request.param}"))
+def _running(broker: KafkaBroker) -> Iterator[KafkaBroker]:
+    """Starts ``broker`` (a failed start fails the test with the broker's log) and stops it afterwards."""
     try:
         broker.start()
     except BrokerFailed as exc:
         pytest.fail(str(exc), pytrace=False)
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session", params=tested_versions())
+def kafka(request, tmp_path_factory) -> Iterator[KafkaBroker]:
+    """A running broker of each tested version, shared by the tests of a session. Tests create their own topics
+    and groups with names of their own, so they do not see each other's."""
+    yield from _running(KafkaBroker(_install(request.param), tmp_path_factory.mktemp(f"kafka-{request.param}")))
 
 
 @pytest.fixture(scope="session")
@@ -41,12 +47,6 @@ def newest_kafka_install() -> KafkaInstall:
 
 
 @pytest.fixture
-def own_kafka(newest_kafka_install, tmp_path) -> KafkaBroker:
+def own_kafka(newest_kafka_install, tmp_path) -> Iterator[KafkaBroker]:
     """A broker this test alone uses, for outages, restarts and crashes; stopped when the test ends."""
-    broker = KafkaBroker(newest_kafka_install, tmp_path / "kafka")
-    try:
-        broker.start()
-    except BrokerFailed as exc:
-        pytest.fail(str(exc), pytrace=False)
-    yield broker
-    broker.stop()
+    yield from _running(KafkaBroker(newest_kafka_install, tmp_path / "kafka"))
