@@ -163,6 +163,7 @@ def _decode_value(spec: RecordSpec, value: bytes, version: int) -> Message:
         return decode_offset_commit_value(value, version)
     flexible = spec.is_flexible(version)
     first_error: CodecError | None = None
+    parsed: Message | None = None  # the first layout that read every byte but would write other bytes
     for layout in spec.layouts:
         try:
             decoded, end = decoder(layout, version, flexible)(value, 2)
@@ -172,12 +173,27 @@ def _decode_value(spec: RecordSpec, value: bytes, version: int) -> Message:
         if end == len(value):
             if spec.type == RecordType.GROUP_METADATA:
                 decoded = _with_consumer_blobs(decoded)
-            return decoded
+            if len(spec.layouts) == 1 or _writes_back(decoded, layout, version, flexible, value):
+                return decoded
+            parsed = parsed or decoded
+            continue
         first_error = first_error or CodecError(
             f"{len(value) - end} trailing bytes after the value", field=layout.__name__, position=end
         )
+    if parsed is not None:
+        return parsed
     assert first_error is not None
     raise first_error
+
+
+def _writes_back(decoded: Message, layout: type, version: int, flexible: bool, value: bytes) -> bool:
+    """Whether ``decoded`` encodes to exactly ``value`` again. Only asked where a type has early-access layouts
+    under the same version number: bytes of one can, rarely, also parse as another (a tagged field written at its
+    default is then dropped on the way back). Kafka's own bytes always write back under their true layout, so the
+    layout that does is the one they were written with."""
+    out = bytearray(value[:2])
+    encoder(layout, version, flexible)(decoded, out)
+    return bytes(out) == value
 
 
 def _with_consumer_blobs(value: GroupMetadataValue) -> GroupMetadataValue:

@@ -51,6 +51,23 @@ def test_round_trip(record_type, layout, version, data):
     assert encode_record(decoded) == (key_bytes, value_bytes)
 
 
+def test_early_access_bytes_that_also_parse_as_the_current_layout_keep_their_layout():
+    """Found by ``test_round_trip``: this 3.6/3.7 member value also reads to its end as the current layout (the
+    assignor list's bytes fall into tagged fields there, one written at its default), which would write other
+    bytes back. The layout that writes the same bytes back is the one they were written with."""
+    from protocol.records import Assignor_3_7, ConsumerGroupMemberMetadataValue_3_7, GroupMemberKey
+
+    value = ConsumerGroupMemberMetadataValue_3_7(
+        instance_id=None, rack_id=None, client_id="", client_host="", subscribed_topic_names=(),
+        subscribed_topic_regex=None, rebalance_timeout_ms=0, server_assignor=None,
+        assignors=(Assignor_3_7(name='"0\x80\x80\x80\x80\U00010000\U00010000\U00010000\U00010000',
+                                minimum_version=0, maximum_version=0, reason=0, version=0, metadata=b"\x00\x81"),))
+    key_bytes, value_bytes = encode_record(CoordinatorRecord(5, GroupMemberKey(group_id="", member_id=""), value, 0))
+    decoded = decode_record(key_bytes, value_bytes)
+    assert decoded.value == value
+    assert encode_record(decoded) == (key_bytes, value_bytes)
+
+
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 @SETTINGS
 @given(data=st.data())
