@@ -282,8 +282,14 @@ def overview() -> db.Dashboard:
                         q(f"groupscope_heartbeat_age_seconds{{{mon}}}", "data age"),
                         q(f"groupscope_last_batch_age_seconds{{{mon}}}", "last batch age"), unit="s", span=8))
     d = d.with_panel(ts(ids, "Kafka reachable", "1 when the job's heartbeat emitter reached Kafka at its last "
-                        "attempt, 0 when it failed (alert after 5 minutes).",
+                        "attempt, 0 when it failed or has not reached it for 30 s (alert after 5 minutes).",
                         q(f"groupscope_kafka_up{{{mon}}}", "kafka up"), unit="short", span=8))
+    d = d.with_panel(ts(ids, "Kafka outages", "How long the heartbeat emitter has not reached Kafka (0 while it "
+                        "does), and the outages the model reported per interval: each one cluster event, not "
+                        "counted against any group.",
+                        q(f"groupscope_kafka_unreachable_seconds{{{mon}}}", "unreachable for"),
+                        q(f"increase(groupscope_kafka_outages_total{{{mon}}}[$__rate_interval])", "outages"),
+                        unit="s", span=8))
     d = d.with_panel(ts(ids, "Throughput", "__consumer_offsets records decoded per second, and the input rate of the "
                         "last micro-batch.",
                         q(f"rate(groupscope_records_decoded_total{{{mon}}}[$__rate_interval])", "decoded/s"),
@@ -312,7 +318,7 @@ def overview() -> db.Dashboard:
     d = d.with_panel(ts(ids, "Group state size", "The job's serialized group state, all shards, as last written to "
                         "Spark's state store. It grows with the group-partitions tracked and should level off for a "
                         "steady set of groups; steady growth means state that is never dropped.",
-                        q(f"groupscope_state_bytes{{{mon}}}", "state"), unit="bytes", span=16))
+                        q(f"groupscope_state_bytes{{{mon}}}", "state"), unit="bytes", span=8))
     return d
 
 
