@@ -64,9 +64,10 @@ class ReplayedMetrics:
 
     def __init__(self) -> None:
         self.state = MetricsState()
-        # The captures were taken from a reachable Kafka: the endpoint says so as the job's heartbeat emitter would.
+        # The captures were taken from a reachable Kafka: the endpoint says so as the job's heartbeat emitter would
+        # (up, and reached at its last attempt: silent for 0 s).
         self.server = MetricsServer(self.state, cluster=self.cluster, host="127.0.0.1", port=0,
-                                    partition_metrics=True, kafka_up=lambda: True)
+                                    partition_metrics=True, kafka_up=lambda: True, kafka_silence=lambda: 0.0)
         self.replays = {sc: ScenarioReplay(sc, STORM_PRONE if sc == "a_classic" else ModelConfig())
                         for sc in PHASES}
         self.health = MonitorHealth()
