@@ -182,7 +182,10 @@ def test_a_broker_stopped_past_the_session_timeout_is_one_cluster_event(own_kafk
 
         # The event is written when the rejoin window (60 s) after Kafka's return is over.
         wait_until(reported, 120, "the KafkaUnavailable row", job_tail)
-        wait_until(lambda: probe.first(time.time() - PROBE_S, lambda s: s.ready == 200), 30, "a last sample")
+        # The batch writes its tables first and updates the metrics after: the counter follows within a batch.
+        seen = time.time()
+        wait_until(lambda: probe.first(seen, lambda s: s.ready == 200 and s.outages == 1), 30,
+                   "groupscope_kafka_outages_total at 1 after the row", job_tail)
         rejoined = sorted(_rejoined(list(log.events), outage) - {CONTROL})  # new member ids, by now
         events = table(delta, "group_events")
         groups = {r["group_id"]: r for r in table(delta, "groups")}
