@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from streaming.commands.run import _settings, configure_logging
+from streaming.commands.run import _settings, configure_logging, exit_unless_java
 
 __all__ = ["backfill"]
 
@@ -31,6 +31,7 @@ def backfill(segments, config, delta_path, checkpoint, cluster, master, log_leve
         click.echo("groupscope backfill: the configuration watches several clusters; backfill one at a time with "
                    "--delta-path and --checkpoint of that cluster", err=True)
         sys.exit(2)
+    exit_unless_java("backfill")
     configure_logging(log_level)
     from streaming.job.backfill import run_backfill
     from streaming.offline.segments import SegmentPathError

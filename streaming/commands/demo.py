@@ -59,6 +59,9 @@ def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live, clu
         click.echo(f"groupscope demo: {BENCHMARK_ONLY} is a benchmark workload (groupscope simulate --scenario "
                    f"{BENCHMARK_ONLY} --groups N), not a demo scenario", err=True)
         sys.exit(2)
+    from streaming.commands.run import exit_unless_java
+
+    exit_unless_java("demo")
     options = DemoOptions(scenarios=tuple(scenarios), seed=seed, speed=speed, duration_s=duration,
                           directory=directory, metrics_port=metrics_port, live=not no_live, clusters=clusters,
                           api_port=api_port)

@@ -66,6 +66,17 @@ def _settings(config, **flags):
         raise
 
 
+def exit_unless_java(command: str) -> None:
+    """Ends ``command`` with one line and status 1 when Spark's launcher will find no Java 17 or newer: said before
+    anything starts or is cleared, not as PySpark's gateway error once the session is built."""
+    from streaming.spark.java import java_problem
+
+    problem = java_problem()
+    if problem is not None:
+        click.echo(f"groupscope {command}: {problem}", err=True)
+        sys.exit(1)
+
+
 _common = [
     click.option("--config", "config", metavar="FILE", help="YAML configuration file."),
     click.option("--bootstrap", help="Kafka bootstrap servers (kafka.bootstrap.servers)."),
@@ -150,6 +161,11 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
             click.echo(f"groupscope run: {message}", err=True)
         sys.exit(1)
 
+    from streaming.spark.java import java_problem
+
+    problem = java_problem()
+    if problem is not None:
+        fail(problem)
     job = GroupscopeJob(settings)
     try:
         job.start()
