@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from streaming.commands.demo_stack import DemoDirError, DemoOptions, run_demo
+from streaming.commands.demo_stack import DemoDirError, DemoOptions, PortInUse, run_demo
 
 
 BENCHMARK_ONLY = "scale"  # thousands of groups for benchmarks: groupscope simulate's, not a demo's
@@ -65,22 +65,30 @@ def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live, clu
     options = DemoOptions(scenarios=tuple(scenarios), seed=seed, speed=speed, duration_s=duration,
                           directory=directory, metrics_port=metrics_port, live=not no_live, clusters=clusters,
                           api_port=api_port)
+    from streaming.config import ConfigError
+
     try:
         code = run_demo(options, echo=lambda text: click.echo(text, err=True))
+    except ConfigError as exc:  # a GROUPSCOPE_* variable: said as every command says it, before anything is cleared
+        for line in exc.lines:
+            click.echo(f"groupscope demo: {line}", err=True)
+        sys.exit(2)
     except DemoDirError as exc:
         click.echo(f"groupscope demo: {exc}", err=True)
         sys.exit(2)
+    except PortInUse as exc:
+        click.echo(f"groupscope demo: {exc}", err=True)
+        sys.exit(1)
     except OSError as exc:
         import errno
 
-        if exc.errno != errno.EADDRINUSE:
-            click.echo(f"groupscope demo: {type(exc).__name__}: {exc}", err=True)
-            sys.exit(1)
-        click.echo(f"groupscope demo: metrics port {metrics_port} is already in use (pick another with --metrics-port, "
-                   "0 for any free port)", err=True)
+        if exc.errno == errno.EADDRINUSE:  # taken after the check at the start
+            exc = PortInUse(f"metrics port {metrics_port} is already in use (pick another with --metrics-port, 0 for "
+                            "any free port)")
+        click.echo(f"groupscope demo: {exc}", err=True)
         sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
-        click.echo(f"groupscope demo: {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"groupscope demo: {exc or 'stopped by an unexpected error'}", err=True)
         sys.exit(1)
     # Everything is stopped and said: leave without the interpreter's teardown (py4j's and librdkafka's
     # leftovers take a second or more to unwind, and the prompt should come back at once).

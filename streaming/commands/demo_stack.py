@@ -12,14 +12,14 @@ terminal.
 One clock: the simulation starts at the wall clock's "now" and the job's heartbeats are stamped with the
 simulation's clock, so commits, heartbeats, lag snapshots and status changes all share it (at ``--speed 1``, the
 default, it is the wall clock). Each run starts from clean state: the embedded broker is new on every run, so a
-checkpoint or tables left by an earlier run describe a broker that no longer exists and are removed first.
+checkpoint or tables left by an earlier run describe a broker that no longer exists and are removed, once everything
+that could stop this run has been checked (``streaming.commands.demo_dir``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -30,55 +30,15 @@ from typing import Any, Callable
 
 from streaming.config import load_settings
 
-__all__ = ["DemoOptions", "run_demo", "default_demo_dir", "prepare_demo_dir", "DemoDirError"]
+from streaming.commands.demo_dir import (DemoDirError, PortInUse, claim_demo_dir, clear_demo_dir, default_demo_dir,
+                                         ensure_ports_free, state_demo_dir)
+
+__all__ = ["DemoOptions", "run_demo", "default_demo_dir", "DemoDirError", "PortInUse"]
 
 DEMO_SCENARIOS = "all"
-MARKER = ".groupscope-demo"  # marks a folder the demo created, so clearing it never touches anything else
 PLAIN_EVERY_S = 10.0
 STOP_WAIT_S = 1.0  # how long Ctrl-C waits for the micro-batch in flight
 LOG_FILE = "groupscope.log"  # every Python log record of the run (the job's, librdkafka's), beside spark.log
-
-
-def default_demo_dir() -> Path:
-    """Where the demo keeps its data by default: outside any working tree, in the user's state folder
-    (``$GROUPSCOPE_DEMO_DIR``, else ``$XDG_STATE_HOME/groupscope/demo``, else ``~/.local/state/groupscope/demo``).
-    ``groupscope status`` looks there when no tables are configured."""
-    if os.environ.get("GROUPSCOPE_DEMO_DIR"):
-        return Path(os.environ["GROUPSCOPE_DEMO_DIR"]).expanduser()
-    return state_demo_dir()
-
-
-def state_demo_dir() -> Path:
-    """The demo folder in the user's state folder, whatever ``$GROUPSCOPE_DEMO_DIR`` says: the one a shell without
-    that variable finds."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "groupscope" / "demo"
-
-
-class DemoDirError(RuntimeError):
-    """The demo folder holds something the demo did not create: it is not cleared."""
-
-
-def prepare_demo_dir(root: Path) -> None:
-    """Clears what an earlier run left (checkpoint, tables, logs) and marks the folder as the demo's.
-
-    Every run starts a brand-new embedded broker, so an old checkpoint would point at offsets of a broker that is
-    gone and old tables would mix old groups with new ones. A non-empty folder without the marker is refused."""
-    if root.exists():
-        if not root.is_dir():
-            raise DemoDirError(f"{root} is not a folder")
-        if any(root.iterdir()) and not (root / MARKER).exists():
-            raise DemoDirError(f"{root} is not empty and was not made by groupscope demo; pick another --dir")
-        for child in root.iterdir():
-            if child.name == MARKER:
-                continue
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-    root.mkdir(parents=True, exist_ok=True)
-    (root / MARKER).write_text("groupscope demo data; cleared at the start of every groupscope demo run\n")
-    (root / ".gitignore").write_text("*\n")
 
 
 @dataclass(frozen=True)
@@ -187,6 +147,32 @@ def _progress_line(job, started: float, sim) -> str:
     return " | ".join(parts)
 
 
+def _job_settings(root: Path, options: DemoOptions, bootstraps: list[str]) -> dict[str, Any]:
+    """The job's settings for the demo's embedded clusters (``bootstraps``, one per cluster), before the
+    ``GROUPSCOPE_*`` variables are applied."""
+    names = cluster_names(options.clusters)
+    job_settings = {
+        "kafka": {"bootstrap.servers": bootstraps[0]},
+        "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 1.0, "shuffle_partitions": 2},
+        "delta": {"path": str(root / "delta")},
+        # The demo's batches take a second or two: half a minute without one is a stall worth a log line.
+        "metrics": {"host": "127.0.0.1", "port": options.metrics_port, "ready_max_batch_age_seconds": 30.0},
+        # The embedded broker cannot describe topic configurations; the heartbeat topic is the demo's own (each
+        # broker is made with it).
+        "heartbeat": {"interval_seconds": 2.0, "check_topic_config": False},
+        # Short thresholds so a few minutes of demo show STOP and STALL, not only OK: the stalled scenario's
+        # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
+        "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 20.0},
+    }
+    if len(names) == 1:
+        job_settings["cluster"] = names[0]
+    else:  # one table set and checkpoint per cluster, under delta/<name> and checkpoint/<name>
+        job_settings["clusters"] = {n: {"kafka": {"bootstrap.servers": b}} for n, b in zip(names, bootstraps)}
+    if options.api_port is not None:
+        job_settings["api"] = {"enabled": True, "host": "127.0.0.1", "port": options.api_port}
+    return job_settings
+
+
 def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None) -> int:
     """Runs the demo until Ctrl-C or ``options.duration_s`` (counted from this call). ``echo``: status lines;
     ``out``: the stream of the view (default stdout; a live view when it is a terminal, else a plain summary)."""
@@ -198,10 +184,19 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
     started = time.monotonic()
     deadline = None if options.duration_s is None else started + options.duration_s
     root = (Path(options.directory) if options.directory else default_demo_dir()).expanduser().resolve()
-    prepare_demo_dir(root)
+    names = cluster_names(options.clusters)
+    # Everything that can fail is checked before the last demo's data is cleared: the settings (GROUPSCOPE_*
+    # variables; the brokers' addresses are not known yet and change nothing), the folder, the ports.
+    load_settings(None, _job_settings(root, options, ["127.0.0.1:9092"] * len(names)))
+    lock = claim_demo_dir(root)
+    try:
+        ensure_ports_free({"metrics": options.metrics_port, "api": options.api_port})
+    except BaseException:
+        os.close(lock)
+        raise
+    clear_demo_dir(root)
     restore_logging = _log_to_file(root / LOG_FILE)
     scenarios = resolve(list(options.scenarios))
-    names = cluster_names(options.clusters)
     where = "an embedded Kafka-protocol broker" if len(names) == 1 else \
         f"{len(names)} embedded Kafka-protocol clusters ({', '.join(names)})"
     echo(f"groupscope demo: starting {where}, {len(scenarios)} simulated scenario(s) and the streaming job (data in "
@@ -218,26 +213,7 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
             brokers.append(broker)
             broker.create_topic("__consumer_offsets", options.offsets_partitions)
             broker.create_topic("groupscope-heartbeat", 1)
-        job_settings = {
-            "kafka": {"bootstrap.servers": brokers[0].bootstrap_servers},
-            "spark": {"checkpoint": str(root / "checkpoint"), "trigger_seconds": 1.0, "shuffle_partitions": 2},
-            "delta": {"path": str(root / "delta")},
-            # The demo's batches take a second or two: half a minute without one is a stall worth a log line.
-            "metrics": {"host": "127.0.0.1", "port": options.metrics_port, "ready_max_batch_age_seconds": 30.0},
-            # The embedded broker cannot describe topic configurations; the heartbeat topic above is the demo's own.
-            "heartbeat": {"interval_seconds": 2.0, "check_topic_config": False},
-            # Short thresholds so a few minutes of demo show STOP and STALL, not only OK: the stalled scenario's
-            # member stops polling at 20 s and is evicted at 50 s, so STOP must come sooner than 30 s after it.
-            "model": {"snapshot_interval_seconds": 2.0, "lag_interval_seconds": 10.0, "stop_after_seconds": 20.0},
-        }
-        if len(names) == 1:
-            job_settings["cluster"] = names[0]
-        else:  # one table set and checkpoint per cluster, under delta/<name> and checkpoint/<name>
-            job_settings["clusters"] = {n: {"kafka": {"bootstrap.servers": b.bootstrap_servers}}
-                                        for n, b in zip(names, brokers)}
-        if options.api_port is not None:
-            job_settings["api"] = {"enabled": True, "host": "127.0.0.1", "port": options.api_port}
-        settings = load_settings(None, job_settings)
+        settings = load_settings(None, _job_settings(root, options, [b.bootstrap_servers for b in brokers]))
         # Heartbeats on the simulation's clock once it runs (the wall clock until then, which it starts from): the
         # records' timestamps and the end offsets' stamps agree. Every cluster's simulation starts at the same
         # moment and runs at the same speed, so the first one's clock serves all of them.
@@ -301,6 +277,7 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
         for broker in brokers:
             broker.close()
         restore_logging()
+        os.close(lock)  # another demo may have the folder now
     took = f"stopped after {time.monotonic() - started:,.0f} s"
     tables = written_tables(root / "delta")
     if not tables:  # stopped before the first batch: nothing to look at but the logs
