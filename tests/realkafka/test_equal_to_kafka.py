@@ -27,10 +27,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.protocol.conformance import parse_dump_line
 from tests.realkafka.broker import KafkaBroker
 from tests.realkafka.clients import ScenarioDriver, build_scenario, wait_until
-from tests.realkafka.tools import consumer_groups, describe_all, dump_log, parse_tables
+from tests.realkafka.tools import consumer_groups, decode_differences, describe_all, parse_tables
 from tests.realkafka.views import GroupView, backfill_views, delta_views, describe_views, diff, kafka_views
 from tests.spark.harness import job_settings, read_committed
 
@@ -225,34 +224,6 @@ def test_backfill_groups_equal_kafka_consumer_groups(quiet, backfilled):
     assert not differences, report(differences, "the tables groupscope backfill wrote")
 
 
-def dump_records(text: str) -> dict[tuple[int, int], tuple]:
-    """``kafka-dump-log`` output over several files: ``(partition, offset) -> (key, payload)`` or a marker."""
-    out, partition = {}, None
-    for line in text.splitlines():
-        if line.startswith("Dumping "):
-            partition = int(Path(line.split(" ", 1)[1]).parent.name.rsplit("-", 1)[1])
-            continue
-        parsed = parse_dump_line(line)
-        if parsed is not None:
-            out[(partition, parsed[0])] = parsed[1]
-    return out
-
-
 def test_decode_format_kafka_equals_kafka_dump_log(kafka, quiet):
-    files = sorted(quiet.segments.glob(f"{OFFSETS}-*/*.log"))
-    expected = dump_records(dump_log(kafka, files))
-    done = subprocess.run([*GROUPSCOPE, "decode", "--format", "kafka", str(quiet.segments)], capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    got = {}
-    for line in done.stdout.splitlines():
-        row = json.loads(line)
-        key = (row["partition"], row["offset"])
-        got[key] = ("marker", (row["endTxnMarker"], row["coordinatorEpoch"])) if "endTxnMarker" in row \
-            else (row["key"], row["payload"])
-    assert len(got) == len(done.stdout.splitlines()), "a record was printed twice"
-    missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
-    wrong = [f"{k}: Kafka {json.dumps(expected[k])}, groupscope {json.dumps(got[k])}"
-             for k in sorted(set(expected) & set(got)) if json.dumps(expected[k]) != json.dumps(got[k])]
-    assert len(expected) > 50 and not (missing or extra or wrong), (
-        f"{len(expected)} records: missing {missing}, not in Kafka's dump {extra}, different:\n" + "\n".join(wrong))
+    checked, problems = decode_differences(kafka, quiet.segments)
+    assert checked > 50 and not problems, f"{checked} records:\n" + "\n".join(problems)
