@@ -18,6 +18,7 @@ from .consumer import ConsumerGroup
 from .rules import shown_status
 from .shard import GroupCoordinatorShard, shards_of
 from .states import GroupType
+from .streams import StreamsGroup
 
 __all__ = ["describe", "describe_group", "render_text"]
 
@@ -31,7 +32,8 @@ def describe_group(shard: GroupCoordinatorShard, gid: str,
     """One group as a JSON-ready dict (see module docstring)."""
     snap = shard._group_snapshot(gid, shard.now_ms if now_ms is None else now_ms, True)
     g = shard.groups.get(gid)
-    consumer_like = snap.group_type in (GroupType.CONSUMER, GroupType.SHARE)
+    consumer_like = snap.group_type in (GroupType.CONSUMER, GroupType.SHARE, GroupType.STREAMS)
+    streams = snap.group_type == GroupType.STREAMS
     members = []
     for m in sorted(snap.members, key=lambda m: m.member_id):
         members.append({
@@ -51,6 +53,8 @@ def describe_group(shard: GroupCoordinatorShard, gid: str,
             "uses_classic_protocol": m.uses_classic_protocol,
             "session_timeout_ms": m.session_timeout_ms,
             "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            # streams groups: tasks as (subtopology, partition), what kafka-streams-groups.sh shows
+            **({"active_tasks": _tp_list(m.active_tasks), "target_tasks": _tp_list(m.target_tasks)} if streams else {}),
         })
     offsets = [{"topic": p.topic, "partition": p.partition, "offset": p.committed, "metadata": p.metadata,
                 "leader_epoch": None if p.leader_epoch < 0 else p.leader_epoch} for p in snap.partitions]
@@ -85,7 +89,7 @@ def describe_group(shard: GroupCoordinatorShard, gid: str,
                 lag[f"{p.topic}:{p.partition}"] = {"committed": p.committed, "log_end": end,
                                                    "lag": max(0, end - p.committed)}
         out["lag"] = lag
-    if isinstance(g, ClassicGroup) or isinstance(g, ConsumerGroup):
+    if isinstance(g, (ClassicGroup, ConsumerGroup, StreamsGroup)):
         out["owners"] = {f"{p.topic}:{p.partition}": p.owner for p in snap.partitions if p.owner}
     return out
 
@@ -119,6 +123,14 @@ def _assignment_text(tps: list[list]) -> str:
     return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
 
 
+def _tasks_text(tasks: list[list]) -> str:
+    """Tasks as ``kafka-streams-groups.sh`` prints them: ``SUBTOPOLOGY:[PARTITIONS]``, space-separated."""
+    by_sub: dict[str, list[int]] = {}
+    for sub, p in tasks:
+        by_sub.setdefault(sub, []).append(p)
+    return " ".join(f"{sub}:[{','.join(map(str, ps))}]" for sub, ps in by_sub.items()) or "-"
+
+
 def render_text(described: dict) -> str:
     """Plain text like ``kafka-consumer-groups.sh --describe --members --verbose`` then ``--offsets``."""
     lines: list[str] = []
@@ -131,9 +143,10 @@ def render_text(described: dict) -> str:
         lines.append("")
         if g["members"]:
             static = any(m["group_instance_id"] for m in g["members"])
+            streams = g["type"] == GroupType.STREAMS.value
             header = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + [
                 "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
-                "TARGET-ASSIGNMENT"]
+                "TARGET-ASSIGNMENT"] + (["ACTIVE-TASKS", "TARGET-ACTIVE-TASKS"] if streams else [])
             rows = []
             for m in g["members"]:
                 modern = m["target_assignment"] is not None
@@ -141,7 +154,8 @@ def render_text(described: dict) -> str:
                     m["host"], m["client_id"], str(len(m["assignment"])),
                     str(m["member_epoch"]) if modern else "-", _assignment_text(m["assignment"]),
                     str(g["assignment_epoch"]) if modern else "-",
-                    _assignment_text(m["target_assignment"]) if modern else "-"])
+                    _assignment_text(m["target_assignment"]) if modern else "-"]
+                    + ([_tasks_text(m["active_tasks"]), _tasks_text(m["target_tasks"])] if streams else []))
             lines.extend(_table(header, rows))
         else:
             lines.append(f"Consumer group '{gid}' has no active members.")

@@ -325,6 +325,10 @@ class MemberSnapshot:
     uses_classic_protocol: bool = False
     session_timeout_ms: int | None = None
     rebalance_timeout_ms: int | None = None
+    # streams groups: the (subtopology, partition) tasks the member runs and is meant to run; ``assignment`` and
+    # ``target_assignment`` are the topic partitions those tasks read
+    active_tasks: tuple[tuple[str, int], ...] = ()
+    target_tasks: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
