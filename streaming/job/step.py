@@ -16,10 +16,8 @@ and the Spark glue stays a few lines. For one shard (one ``__consumer_offsets`` 
 
 from __future__ import annotations
 
-import pickle
 import time
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +31,7 @@ from protocol import Uuid
 
 from streaming.schema.heartbeat_format import HeartbeatError, decode_heartbeat
 from streaming.model import events as ev
+from streaming.model import state_format
 from streaming.model.lag import EndOffsetSample
 from streaming.model.shard import GroupCoordinatorShard, ModelConfig
 from streaming.schema.tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, SOURCE, TS, event_row, group_row, partition_rows
@@ -44,7 +43,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 SOURCE_SCHEMA = SOURCE  # the rows a step takes: what the Kafka source delivers
 # Output of partition rows (``LAG`` schema) meant for the metrics only, not the Delta ``lag`` table.
 METRICS_PARTITIONS = "partitions"
-_STATE_MAGIC = b"GSS1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +69,7 @@ class StepHealth:
     decode_errors: int
     unknown_records: int
     heartbeats: int
-    last_offset: int  # last __consumer_offsets offset consumed (-1: none yet)
+    last_offset: int  # last __consumer_offsets offset consumed, a quiet tail after it included (-1: none yet)
     offsets_high_watermark: int  # of this __consumer_offsets partition, from the newest heartbeat (-1: unknown)
     offsets_last_stable: int
     heartbeat_ms: int
@@ -93,6 +91,21 @@ class _Meta:
     last_offset: int = -1  # last __consumer_offsets offset consumed, applied or quarantined
     previous_lso: int = -1  # the stable end the heartbeat before the newest one carried
     last_caught_up_ms: int = -1  # model time of the last batch that was caught up (-1: never)
+    # The newest heartbeat's quiet tail of this partition: from ``quiet_from`` up to ``quiet_end`` nothing is
+    # delivered to a read_committed reader (transaction markers, aborted records); -1: none known
+    quiet_from: int = -1
+    quiet_end: int = -1
+
+    @property
+    def position(self) -> int:
+        """The next offset the job would read: after the last record consumed, or past the quiet tail once that
+        record reached it. Why: a partition whose log ends in a transaction marker (every transactional offset
+        commit writes one) never delivers that offset, so the last record stays one or more offsets below the LSO
+        for as long as nothing else is written, and the shard would never be caught up."""
+        position = self.last_offset + 1
+        if 0 <= self.quiet_from <= position:
+            position = max(position, self.quiet_end)
+        return position
 
     @property
     def stable_end(self) -> int:
@@ -107,21 +120,22 @@ class ShardStep:
         self.shard = shard
         self.config = config
         if state:
-            if not state.startswith(_STATE_MAGIC):
-                raise ValueError("not a groupscope step state (bad magic)")
-            meta, model_bytes = pickle.loads(zlib.decompress(state[len(_STATE_MAGIC):]))
-            self.meta = _Meta(*meta)
-            self.model = GroupCoordinatorShard.from_bytes(model_bytes, config.model)
+            doc = state_format.decode(state)
+            if doc.v1_step is not None:
+                self.meta = _Meta(*doc.v1_step)  # version 1 kept the fields in this order
+            elif doc.step is not None:
+                self.meta = state_format.build(_Meta, doc.step)
+            else:
+                raise state_format.StateFormatError("not a groupscope step state (a model without its step)")
+            self.model = GroupCoordinatorShard.from_document(doc, config.model)
         else:
             self.meta = _Meta()
             self.model = GroupCoordinatorShard(shard, config.model)
 
     def state(self) -> bytes:
-        m = self.meta
-        payload = ((m.last_full_ms, m.last_lag_ms, m.offsets_hw, m.offsets_lso, m.last_offset, m.previous_lso,
-                    m.last_caught_up_ms),
-                   self.model.to_bytes())
-        return _STATE_MAGIC + zlib.compress(pickle.dumps(payload, protocol=5), 1)
+        """The model and this step's bookkeeping, as one blob of the model's state format (pickled and compressed
+        once: :mod:`streaming.model.state_format`)."""
+        return state_format.encode(self.model.to_state(), asdict(self.meta))
 
     # ------------------------------------------------------------------------------------------------------------
 
@@ -197,7 +211,7 @@ class ShardStep:
             decode_errors=errors,
             unknown_records=unknown,
             heartbeats=hb_count,
-            last_offset=self.meta.last_offset,
+            last_offset=self.meta.position - 1,
             offsets_high_watermark=self.meta.offsets_hw,
             offsets_last_stable=self.meta.offsets_lso,
             heartbeat_ms=self.model.now_ms,
@@ -231,7 +245,7 @@ class ShardStep:
             return False
         if m.previous_lso >= 0:
             lso = min(lso, m.previous_lso)
-        if m.last_offset + 1 + self.config.caught_up_slack >= lso:
+        if m.position + self.config.caught_up_slack >= lso:
             m.last_caught_up_ms = max(m.last_caught_up_ms, now_ms)
             return True
         return m.last_caught_up_ms >= 0 and now_ms - m.last_caught_up_ms <= self.config.caught_up_grace_ms
@@ -260,6 +274,7 @@ class ShardStep:
                         if m.stable_end >= 0:
                             m.previous_lso = m.stable_end
                         m.offsets_hw, m.offsets_lso = hw, lso
+                        m.quiet_end, m.quiet_from = (quiet or {}).get((topic, partition), (-1, -1))
                     continue
                 tail = quiet.get((topic, partition)) if quiet else None
                 samples[(topic, partition)] = EndOffsetSample(

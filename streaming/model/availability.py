@@ -17,6 +17,8 @@ No clock and no I/O: every time is an argument (record timestamps and heartbeat 
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from . import events as ev
 from .states import KAFKA_AVAILABILITY, KafkaAvailability, KafkaTrigger, apply
 
@@ -112,14 +114,17 @@ class AvailabilityTracker:
 
     # ---- state ---------------------------------------------------------------------------------------------
 
-    def to_tuple(self) -> tuple:
-        return (self.state.value, self.since_ms, self.back_ms, tuple(sorted(self.groups)), self.last_since_ms,
-                self.last_back_ms, self.interval_ms, self.outages)
+    _FIELDS = ("since_ms", "back_ms", "last_since_ms", "last_back_ms", "interval_ms", "outages")
 
-    def load(self, t: tuple) -> None:
-        """Restores :meth:`to_tuple` (an empty tuple: a state written before outages were tracked)."""
-        if t:
-            self.state = KafkaAvailability(t[0])
-            self.since_ms, self.back_ms, self.groups = t[1], t[2], set(t[3])
-            self.last_since_ms, self.last_back_ms, self.interval_ms = t[4], t[5], t[6]
-            self.outages = t[7] if len(t) > 7 else 0  # states written before the count have none
+    def to_state(self) -> dict:
+        """The tracker by name (:mod:`.state_format`); the gap and rejoin window come from the config."""
+        out = {name: getattr(self, name) for name in self._FIELDS}
+        out["state"], out["groups"] = self.state.value, tuple(sorted(self.groups))
+        return out
+
+    def load_state(self, state: Mapping) -> None:
+        self.state = KafkaAvailability(state["state"])
+        self.groups = set(state["groups"])
+        for name in self._FIELDS:
+            if name in state:
+                setattr(self, name, state[name])

@@ -9,12 +9,14 @@ commits (no type-2 record) is Kafka's "simple" group: Empty, no protocol type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from protocol.records import GroupMetadataValue
 
 from . import events as ev
 from .rebalance import MemberView, infer_causes, movement
 from .verdicts import RebalanceJudge
+from .state_format import build, fields_of
 from .states import CLASSIC_GROUP, ClassicGroupState, ClassicTrigger, GroupType, apply
 
 __all__ = ["ClassicMember", "ClassicGroup"]
@@ -36,9 +38,6 @@ class ClassicMember:
         return MemberView(self.member_id, self.instance_id, self.client_id, self.host, frozenset(self.topics),
                           None if self.assignment is None else frozenset(self.assignment))
 
-    def to_tuple(self) -> tuple:
-        return (self.member_id, self.instance_id, self.client_id, self.host, self.session_timeout,
-                self.rebalance_timeout, self.topics, self.assignment, self.owned)
 
 
 @dataclass(slots=True)
@@ -163,12 +162,11 @@ class ClassicGroup:
     def assignments(self) -> dict[str, tuple[tuple[str, int], ...]]:
         return {mid: (m.assignment or ()) for mid, m in self.members.items()}
 
-    def to_tuple(self) -> tuple:
-        return (self.group_id, self.state.value, self.generation, self.protocol_type, self.protocol, self.leader,
-                self.current_state_timestamp, tuple(m.to_tuple() for m in self.members.values()), self.rebalances,
-                self.last_rebalance_ts, self.generation_ts, self.seen_metadata)
+    def to_state(self) -> dict:
+        """The group by field name (:mod:`.state_format`)."""
+        return fields_of(self, state=self.state.value, members=[fields_of(m) for m in self.members.values()])
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "ClassicGroup":
-        members = {m[0]: ClassicMember(*m) for m in t[7]}
-        return cls(t[0], ClassicGroupState(t[1]), t[2], t[3], t[4], t[5], t[6], members, t[8], t[9], t[10], t[11])
+    def from_state(cls, state: Mapping) -> "ClassicGroup":
+        members = {m["member_id"]: build(ClassicMember, m) for m in state["members"]}
+        return build(cls, state, state=ClassicGroupState(state["state"]), members=members)

@@ -14,6 +14,7 @@ first), comparing membership and target assignment with those of the previous ep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from protocol.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -27,6 +28,7 @@ from . import events as ev
 from ._base import id_assignment
 from .rebalance import MemberView, infer_causes, movement
 from .verdicts import RebalanceJudge
+from .state_format import build, fields_of
 from .states import (
     MODERN_MEMBER,
     ConsumerGroupState,
@@ -77,17 +79,9 @@ class ConsumerMember:
             topics.update(topics_of_regexes.get(self.regex, ()))
         return MemberView(self.member_id, self.instance_id, self.client_id, self.host, frozenset(topics), None)
 
-    def to_tuple(self) -> tuple:
-        return (self.member_id, self.lifecycle.value, self.instance_id, self.rack_id, self.client_id, self.host,
-                self.topics, self.regex, self.rebalance_timeout, self.server_assignor, self.classic_session_timeout,
-                self.classic_protocols, self.member_epoch, self.previous_epoch, self.state,
-                tuple(self.assigned.items()), tuple(self.pending_revocation.items()), self.seen_ms,
-                self.missed_bump_ms)
-
     @classmethod
-    def from_tuple(cls, t: tuple) -> "ConsumerMember":
-        # States written before liveness was kept end at t[16]: such a member counts as seen, missing nothing.
-        return cls(t[0], MemberLifecycle(t[1]), *t[2:15], dict(t[15]), dict(t[16]), *t[17:19])
+    def from_state(cls, state: Mapping) -> "ConsumerMember":
+        return build(cls, state, lifecycle=MemberLifecycle(state["lifecycle"]))
 
     def seen(self, timestamp: int) -> None:
         """The member's heartbeat wrote a record: it is alive at ``timestamp``."""
@@ -443,41 +437,23 @@ class ConsumerGroup:
                 out.update(self.regexes.get(m.regex, ()))
         return out
 
-    def to_tuple(self) -> tuple:
-        return (self.group_id, self.group_epoch, self.assignment_epoch, self.metadata_hash,
-                tuple(m.to_tuple() for m in self.members.values()), tuple((k, tuple(v.items()))
-                                                                          for k, v in self.target.items()),
-                tuple(self.subscription_metadata.items()), tuple(self.regexes.items()), self.state.value,
-                self.rebalances, self.last_rebalance_ts,
-                None if self.epoch_views is None else _views_tuple(self.epoch_views),
-                tuple((k, tuple(v.items())) for k, v in self.epoch_target.items()),
-                tuple(self.epoch_partitions.items()), self.epoch_ts, self.pending_epoch,
-                None if self.pending_views is None else _views_tuple(self.pending_views), self.departed_static,
-                tuple(self.departed_silent.items()), self.silence_due_ms)
+    def to_state(self) -> dict:
+        """The group by field name (:mod:`.state_format`)."""
+        return fields_of(self, state=self.state.value,
+                         members=[fields_of(m, lifecycle=m.lifecycle.value) for m in self.members.values()],
+                         epoch_views=_views_state(self.epoch_views), pending_views=_views_state(self.pending_views))
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "ConsumerGroup":
-        g = cls(t[0], t[1], t[2], t[3])
-        g.members = {m[0]: ConsumerMember.from_tuple(m) for m in t[4]}
-        g.target = {k: dict(v) for k, v in t[5]}
-        g.subscription_metadata = dict(t[6])
-        g.regexes = dict(t[7])
-        g.state = ConsumerGroupState(t[8])
-        g.rebalances, g.last_rebalance_ts = t[9], t[10]
-        g.epoch_views = None if t[11] is None else _views_from(t[11])
-        g.epoch_target = {k: dict(v) for k, v in t[12]}
-        g.epoch_partitions = dict(t[13])
-        g.epoch_ts, g.pending_epoch = t[14], t[15]
-        g.pending_views = _views_from(t[16]) if len(t) > 16 and t[16] is not None else None
-        g.departed_static = tuple(t[17]) if len(t) > 17 and t[17] is not None else None  # type: ignore[assignment]
-        g.departed_silent = dict(t[18]) if len(t) > 18 else {}
-        g.silence_due_ms = t[19] if len(t) > 19 else None
-        return g
+    def from_state(cls, state: Mapping) -> "ConsumerGroup":
+        return build(cls, state, state=ConsumerGroupState(state["state"]),
+                     members={m["member_id"]: ConsumerMember.from_state(m) for m in state["members"]},
+                     epoch_views=_views_from_state(state.get("epoch_views")),
+                     pending_views=_views_from_state(state.get("pending_views")))
 
 
-def _views_tuple(views: dict[str, MemberView]) -> tuple:
-    return tuple((v.member_id, v.instance_id, v.client_id, v.host, tuple(v.topics)) for v in views.values())
+def _views_state(views: dict[str, MemberView] | None) -> list[dict] | None:
+    return None if views is None else [fields_of(v) for v in views.values()]
 
 
-def _views_from(t: tuple) -> dict[str, MemberView]:
-    return {v[0]: MemberView(v[0], v[1], v[2], v[3], frozenset(v[4]), None) for v in t}
+def _views_from_state(views: list[Mapping] | None) -> dict[str, MemberView] | None:
+    return None if views is None else {v["member_id"]: build(MemberView, v) for v in views}

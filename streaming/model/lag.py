@@ -27,6 +27,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import Mapping
 
 __all__ = ["EndOffsetSample", "EndOffsetHistory", "offset_lag", "DEFAULT_HISTORY"]
 
@@ -178,16 +179,20 @@ class EndOffsetHistory:
         passed = t0 + frac * (t1 - t0)
         return max(0.0, (now_ms - passed) / 1000.0), False
 
-    def to_tuple(self) -> tuple:
-        return (self.hwm, self.lso, self.lwm, self.time_ms, self.transactional, self.times.tobytes(),
-                self.ends.tobytes(), self.capacity, self.quiet_from)
+    _FIELDS = ("hwm", "lso", "lwm", "time_ms", "transactional", "capacity", "quiet_from")
+
+    def to_state(self) -> dict:
+        """The latest end and the history by name (:mod:`.state_format`)."""
+        out = {name: getattr(self, name) for name in self._FIELDS}
+        out["times"], out["ends"] = self.times.tobytes(), self.ends.tobytes()
+        return out
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "EndOffsetHistory":
-        h = cls(t[7])
-        h.hwm, h.lso, h.lwm, h.time_ms, h.transactional = t[:5]
-        h.times.frombytes(t[5])
-        h.ends.frombytes(t[6])
-        if len(t) > 8:  # state written before quiet tails were known has none
-            h.quiet_from = t[8]
+    def from_state(cls, state: Mapping) -> "EndOffsetHistory":
+        h = cls(state["capacity"])
+        for name in cls._FIELDS:
+            if name in state:
+                setattr(h, name, state[name])
+        h.times.frombytes(state["times"])
+        h.ends.frombytes(state["ends"])
         return h

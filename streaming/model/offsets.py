@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import Iterator
+from typing import Iterator, Mapping
 
 __all__ = ["NO_OFFSET", "NO_STATUS", "TopicOffsets", "OffsetStore"]
 
@@ -63,27 +63,33 @@ class TopicOffsets:
         self.hist_len.extend(bytes(extra))
         self.status.extend(b"\xff" * extra)
 
-    def to_tuple(self) -> tuple:
-        return (self.offset.tobytes(), self.epoch.tobytes(), self.commit_ts.tobytes(), self.record_offset.tobytes(),
-                None if self.metadata is None else tuple(self.metadata), self.hist_ts.tobytes(),
-                self.hist_off.tobytes(), bytes(self.hist_head), bytes(self.hist_len), self.count, bytes(self.status))
+    _ARRAYS = (("offset", "q"), ("epoch", "i"), ("commit_ts", "q"), ("record_offset", "q"), ("hist_ts", "q"),
+               ("hist_off", "q"))
+    _BYTES = ("hist_head", "hist_len", "status")
+
+    def to_state(self) -> dict:
+        """The columns by name, as machine-order bytes (:mod:`.state_format`)."""
+        out: dict = {name: getattr(self, name).tobytes() for name, _ in self._ARRAYS}
+        out.update((name, bytes(getattr(self, name))) for name in self._BYTES)
+        out["metadata"] = None if self.metadata is None else tuple(self.metadata)
+        out["count"] = self.count
+        return out
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "TopicOffsets":
+    def from_state(cls, state: Mapping) -> "TopicOffsets":
         self = cls.__new__(cls)
-        self.offset = array("q"); self.offset.frombytes(t[0])
-        self.epoch = array("i"); self.epoch.frombytes(t[1])
-        self.commit_ts = array("q"); self.commit_ts.frombytes(t[2])
-        self.record_offset = array("q"); self.record_offset.frombytes(t[3])
-        self.metadata = None if t[4] is None else [_intern(m) for m in t[4]]
-        self.hist_ts = array("q"); self.hist_ts.frombytes(t[5])
-        self.hist_off = array("q"); self.hist_off.frombytes(t[6])
-        self.hist_head = bytearray(t[7])
-        self.hist_len = bytearray(t[8])
-        self.count = t[9]
-        # States written before statuses were kept here start as "never evaluated".
-        self.status = bytearray(t[10]) if len(t) > 10 else bytearray(b"\xff") * len(self.offset)
+        self.offset, self.epoch, self.commit_ts, self.record_offset, self.hist_ts, self.hist_off = (
+            _column(code, state[name]) for name, code in cls._ARRAYS)
+        self.hist_head, self.hist_len, self.status = (bytearray(state[name]) for name in cls._BYTES)
+        self.metadata = None if state["metadata"] is None else [_intern(m) for m in state["metadata"]]
+        self.count = state["count"]
         return self
+
+
+def _column(code: str, data: bytes) -> array:
+    column = array(code)
+    column.frombytes(data)
+    return column
 
 
 class OffsetStore:
@@ -279,18 +285,23 @@ class OffsetStore:
 
     # ---- state ---------------------------------------------------------------------------------------------
 
-    def to_tuple(self) -> tuple:
-        groups = tuple((g, tuple((tp, t.to_tuple()) for tp, t in topics.items())) for g, topics in self.groups.items())
-        pending = tuple((pid, tuple((k, v) for k, v in e.items())) for pid, e in self.pending.items())
-        return (self.window, self.min_distance_ms, groups, pending)
+    def to_state(self) -> dict:
+        """Offsets and open transactions by name (:mod:`.state_format`)."""
+        return {"window": self.window, "min_distance_ms": self.min_distance_ms,
+                "groups": {g: {tp: t.to_state() for tp, t in topics.items()} for g, topics in self.groups.items()},
+                "pending": self.pending}
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "OffsetStore":
-        self = cls(t[0], t[1])
-        for g, topics in t[2]:
-            self.groups[g] = {_intern(tp): TopicOffsets.from_tuple(v) for tp, v in topics}
-        for pid, entries in t[3]:
-            self.pending[pid] = {k: v for k, v in entries}
+    def from_state(cls, state: Mapping) -> "OffsetStore":
+        self = cls(state["window"], state["min_distance_ms"])
+        for g, topics in state["groups"].items():
+            self.groups[g] = {_intern(tp): TopicOffsets.from_state(v) for tp, v in topics.items()}
+        self.restore_pending(state["pending"])
+        return self
+
+    def restore_pending(self, pending: Mapping[int, Mapping[tuple[str, str, int], tuple]]) -> None:
+        """Open transactions as saved, with the index of each group's open ones rebuilt."""
+        for pid, entries in pending.items():
+            self.pending[pid] = dict(entries)
             for (g, _, _) in self.pending[pid]:
                 self.open_by_group.setdefault(g, set()).add(pid)
-        return self

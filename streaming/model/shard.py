@@ -18,14 +18,13 @@ No I/O and no clock: ``now_ms`` is always an argument (the heartbeat's clock).
 
 from __future__ import annotations
 
-import pickle
-import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from protocol.records import CoordinatorRecord, RecordType, UnknownRecord
+from protocol.records import CoordinatorRecord, RecordType, StreamsMemberState, UnknownRecord
 
 from . import events as ev
+from . import state_format, state_v1
 from ._base import resolve
 from .availability import AvailabilityTracker
 from .classic import ClassicGroup
@@ -45,7 +44,6 @@ __all__ = ["ModelConfig", "GroupCoordinatorShard", "CoordinatorModel", "DISPATCH
 
 Group = ClassicGroup | ConsumerGroup | ShareGroup | StreamsGroup
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1  # ControlRecordType codes in a control record key
-_STATE_MAGIC = b"GSM1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +373,7 @@ class GroupCoordinatorShard:
             else:
                 g.replay_epoch(value.epoch, offset, ts, out)
         elif t == T.STREAMS_GROUP_TOPOLOGY:
-            g.replay_topology(None if value is None else value.epoch, offset, ts, out)
+            g.replay_topology(value, offset, ts, out)
         elif t == T.STREAMS_GROUP_MEMBER_METADATA:
             g.replay_member(rec.key.member_id, value, offset, ts, out)
         elif t == T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA:
@@ -467,8 +465,11 @@ class GroupCoordinatorShard:
                                              _member_state_name(m.state), m.topics))
         elif isinstance(g, StreamsGroup):
             for m in g.members.values():
-                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id, (), None,
-                                             m.member_epoch, str(m.state)))
+                target = g.target.get(m.member_id, ())
+                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id,
+                                             g.partitions_of(m.active_tasks), g.partitions_of(target), m.member_epoch,
+                                             StreamsMemberState.parse(m.state).name, active_tasks=m.active_tasks,
+                                             target_tasks=target))
         return out
 
     def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> ev.ShardSnapshot:
@@ -566,47 +567,65 @@ class GroupCoordinatorShard:
 
     # ---- state serialization -------------------------------------------------------------------------------
 
-    def to_bytes(self) -> bytes:
-        """Compact state for Spark's per-key state store: plain tuples, pickled, zlib level 1.
-
-        Events not yet drained are not part of the state (the caller drains them every batch).
-        """
+    def to_state(self) -> dict:
+        """The shard by field name (:mod:`.state_format`). Events not yet drained are not part of the state (the
+        caller drains them every batch)."""
         self.availability.groups |= self.judge.kafka_rejoins
         self.judge.kafka_rejoins.clear()
-        groups = tuple((g.group_type.value, g.to_tuple()) for g in self.groups.values())
-        state = (self.partition, self.last_offset, self.last_timestamp, self.now_ms, groups, self.offsets.to_tuple(),
-                 tuple((k, h.to_tuple()) for k, h in self.ends.items()), tuple(self.topic_names.items()),
-                 self.judge.to_tuple(), (),
-                 tuple((k, (t.value, ts)) for k, (t, ts) in self._deleted.items()), self.unknown_records,
-                 tuple(self.tracked_topics), self.availability.to_tuple())
-        return _STATE_MAGIC + zlib.compress(pickle.dumps(state, protocol=5), 1)
+        return {
+            "partition": self.partition, "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
+            "now_ms": self.now_ms,
+            "groups": [{"type": g.group_type.value, "group": g.to_state()} for g in self.groups.values()],
+            "offsets": self.offsets.to_state(), "ends": {k: h.to_state() for k, h in self.ends.items()},
+            "topic_names": self.topic_names, "judge": self.judge.to_state(),
+            "deleted": {k: (t.value, ts) for k, (t, ts) in self._deleted.items()},
+            "unknown_records": self.unknown_records, "tracked_topics": tuple(self.tracked_topics),
+            "availability": self.availability.to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping, config: ModelConfig = ModelConfig()) -> "GroupCoordinatorShard":
+        """Restores :meth:`to_state`."""
+        self = cls(state["partition"], config)
+        self.last_offset, self.last_timestamp, self.now_ms = state["last_offset"], state["last_timestamp"], \
+            state["now_ms"]
+        for entry in state["groups"]:
+            g = _GROUP_CLASSES[GroupType(entry["type"])].from_state(entry["group"])
+            self.groups[g.group_id] = g
+        self.offsets = OffsetStore.from_state(state["offsets"])
+        self.ends = {k: EndOffsetHistory.from_state(h) for k, h in state["ends"].items()}
+        self.topic_names = dict(state["topic_names"])
+        self.judge.load_state(state["judge"])
+        self._deleted = {k: (GroupType(t), ts) for k, (t, ts) in state["deleted"].items()}
+        self.unknown_records = state["unknown_records"]
+        self.tracked_topics = set(state["tracked_topics"])
+        self.availability.load_state(state["availability"])
+        self.judge.away = self.availability.window()
+        return self
+
+    def to_bytes(self) -> bytes:
+        """The shard alone as one blob of the current state format (the job's step saves it with its own
+        bookkeeping: :meth:`streaming.job.step.ShardStep.state`)."""
+        return state_format.encode(self.to_state())
 
     @classmethod
     def from_bytes(cls, data: bytes, config: ModelConfig = ModelConfig()) -> "GroupCoordinatorShard":
-        """Restores a shard saved by :meth:`to_bytes`.
+        """Restores a shard from a blob of any state version this code reads (a version-1 one is migrated).
 
         Raises:
-            ValueError: bytes that were not written by ``to_bytes``.
+            StateFormatError: (a ValueError) bytes that are not a shard state, or one written by a newer version.
         """
-        if not data.startswith(_STATE_MAGIC):
-            raise ValueError("not a groupscope shard state (bad magic)")
-        t = pickle.loads(zlib.decompress(data[len(_STATE_MAGIC):]))
-        self = cls(t[0], config)
-        self.last_offset, self.last_timestamp, self.now_ms = t[1], t[2], t[3]
-        for gtype, gt in t[4]:
-            g = _GROUP_CLASSES[GroupType(gtype)].from_tuple(gt)
-            self.groups[g.group_id] = g
-        self.offsets = OffsetStore.from_tuple(t[5])
-        self.ends = {k: EndOffsetHistory.from_tuple(h) for k, h in t[6]}
-        self.topic_names = dict(t[7])
-        self.judge.load(t[8])  # t[9] held non-OK statuses before they moved into the offset store
-        self._deleted = {k: (GroupType(v[0]), v[1]) for k, v in t[10]}
-        self.unknown_records = t[11]
-        self.tracked_topics = set(t[12])
-        if len(t) > 13:  # states written before Kafka's outages were tracked have none
-            self.availability.load(t[13])
-            self.judge.away = self.availability.window()
-        return self
+        return cls.from_document(state_format.decode(data), config)
+
+    @classmethod
+    def from_document(cls, doc: state_format.StateDocument,
+                      config: ModelConfig = ModelConfig()) -> "GroupCoordinatorShard":
+        """The shard of a decoded state document."""
+        if doc.v1_shard is not None:
+            return cls.from_state(state_v1.migrate(doc.v1_shard), config)
+        if doc.shard is None:
+            raise state_format.StateFormatError("not a groupscope state (no shard in it)")
+        return cls.from_state(doc.shard, config)
 
 
 def _member_state_name(code: int) -> str:

@@ -10,8 +10,10 @@ else Stable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from ._base import change_state, id_assignment, member_metadata, replay_group_epoch
+from .state_format import build, fields_of
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, ShareGroupState, \
     apply, derive_share_group_state
 
@@ -31,13 +33,9 @@ class ShareMember:
     state: int = 0
     assigned: dict[bytes, tuple[int, ...]] = field(default_factory=dict)
 
-    def to_tuple(self) -> tuple:
-        return (self.member_id, self.lifecycle.value, self.rack_id, self.client_id, self.host, self.topics,
-                self.member_epoch, self.previous_epoch, self.state, tuple(self.assigned.items()))
-
     @classmethod
-    def from_tuple(cls, t: tuple) -> "ShareMember":
-        return cls(t[0], MemberLifecycle(t[1]), *t[2:9], dict(t[9]))
+    def from_state(cls, state: Mapping) -> "ShareMember":
+        return build(cls, state, lifecycle=MemberLifecycle(state["lifecycle"]))
 
 
 @dataclass(slots=True)
@@ -106,18 +104,12 @@ class ShareGroup:
             m.assigned = id_assignment(value.assigned_partitions)
         self.update_state(offset, timestamp, out)
 
-    def to_tuple(self) -> tuple:
-        return (self.group_id, self.group_epoch, self.assignment_epoch,
-                tuple(m.to_tuple() for m in self.members.values()),
-                tuple((k, tuple(v.items())) for k, v in self.target.items()), tuple(self.subscription_metadata.items()),
-                self.state.value, self.rebalances, self.last_rebalance_ts)
+    def to_state(self) -> dict:
+        """The group by field name (:mod:`.state_format`)."""
+        return fields_of(self, state=self.state.value,
+                         members=[fields_of(m, lifecycle=m.lifecycle.value) for m in self.members.values()])
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "ShareGroup":
-        g = cls(t[0], t[1], t[2])
-        g.members = {m[0]: ShareMember.from_tuple(m) for m in t[3]}
-        g.target = {k: dict(v) for k, v in t[4]}
-        g.subscription_metadata = dict(t[5])
-        g.state = ShareGroupState(t[6])
-        g.rebalances, g.last_rebalance_ts = t[7], t[8]
-        return g
+    def from_state(cls, state: Mapping) -> "ShareGroup":
+        return build(cls, state, state=ShareGroupState(state["state"]),
+                     members={m["member_id"]: ShareMember.from_state(m) for m in state["members"]})

@@ -10,10 +10,12 @@ topic metadata is not logged, so a group with a topology is treated as ready).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from protocol.records import StreamsMemberState
 
 from ._base import change_state, member_metadata, replay_group_epoch
+from .state_format import build, fields_of
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, StreamsGroupState, \
     apply, derive_streams_group_state
 
@@ -39,14 +41,9 @@ class StreamsMember:
     state: int = int(StreamsMemberState.STABLE)
     active_tasks: tuple[tuple[str, int], ...] = ()
 
-    def to_tuple(self) -> tuple:
-        return (self.member_id, self.lifecycle.value, *(getattr(self, f) for f in (
-            "instance_id", "rack_id", "client_id", "host", "process_id", "topology_epoch", "member_epoch",
-            "previous_epoch", "state", "active_tasks")))
-
     @classmethod
-    def from_tuple(cls, t: tuple) -> "StreamsMember":
-        return cls(t[0], MemberLifecycle(t[1]), *t[2:])
+    def from_state(cls, state: Mapping) -> "StreamsMember":
+        return build(cls, state, lifecycle=MemberLifecycle(state["lifecycle"]))
 
 
 @dataclass(slots=True)
@@ -55,6 +52,9 @@ class StreamsGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     topology_epoch: int | None = None
+    # subtopology id -> the topics its tasks read (source and repartition-source topics), from the topology record:
+    # what turns a task (subtopology, partition) into the topic partitions a member works on
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     members: dict[str, StreamsMember] = field(default_factory=dict)
     target: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     state: StreamsGroupState = StreamsGroupState.EMPTY
@@ -76,9 +76,18 @@ class StreamsGroup:
     def replay_epoch(self, epoch: int, offset: int, timestamp: int, out: list) -> None:
         replay_group_epoch(self, epoch, offset, timestamp, out)
 
-    def replay_topology(self, epoch: int | None, offset: int, timestamp: int, out: list) -> None:
-        self.topology_epoch = epoch
+    def replay_topology(self, value, offset: int, timestamp: int, out: list) -> None:
+        """Type 23 (None: its tombstone)."""
+        self.topology_epoch = None if value is None else value.epoch
+        self.sources = {} if value is None else {
+            s.subtopology_id: tuple(sorted({*s.source_topics, *(t.name for t in s.repartition_source_topics)}))
+            for s in value.subtopologies}
         self.update_state(offset, timestamp, out)
+
+    def partitions_of(self, tasks: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+        """The topic partitions ``tasks`` read: partition p of every topic its subtopology reads (a task of a
+        subtopology the topology does not name reads nothing known)."""
+        return tuple(sorted({(topic, p) for sub, p in tasks for topic in self.sources.get(sub, ())}))
 
     def replay_member(self, member_id: str, value, offset: int, timestamp: int, out: list) -> None:
         """Type 19.
@@ -125,16 +134,12 @@ class StreamsGroup:
             m.active_tasks = _tasks(value.active_tasks)
         self.update_state(offset, timestamp, out)
 
-    def to_tuple(self) -> tuple:
-        return (self.group_id, self.group_epoch, self.assignment_epoch, self.topology_epoch,
-                tuple(m.to_tuple() for m in self.members.values()), tuple(self.target.items()), self.state.value,
-                self.rebalances, self.last_rebalance_ts)
+    def to_state(self) -> dict:
+        """The group by field name (:mod:`.state_format`)."""
+        return fields_of(self, state=self.state.value,
+                         members=[fields_of(m, lifecycle=m.lifecycle.value) for m in self.members.values()])
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "StreamsGroup":
-        g = cls(t[0], t[1], t[2], t[3])
-        g.members = {m[0]: StreamsMember.from_tuple(m) for m in t[4]}
-        g.target = dict(t[5])
-        g.state = StreamsGroupState(t[6])
-        g.rebalances, g.last_rebalance_ts = t[7], t[8]
-        return g
+    def from_state(cls, state: Mapping) -> "StreamsGroup":
+        return build(cls, state, state=StreamsGroupState(state["state"]),
+                     members={m["member_id"]: StreamsMember.from_state(m) for m in state["members"]})

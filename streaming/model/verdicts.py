@@ -67,6 +67,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from . import events as ev
+from .state_format import build, fields_of
 
 __all__ = ["RebalanceConfig", "RebalanceJudge", "VERDICT_RULES"]
 
@@ -158,20 +159,16 @@ class _Episode:
     first_leave_ms: int = -1  # when the first and the latest of them happened
     last_leave_ms: int = -1
 
-    def to_tuple(self) -> tuple:
-        return (self.start_ms, self.last_ms, self.last_offset, self.size_before, self.started_empty,
-                tuple(sorted(self.baseline)), self.size_now, self.joins, self.departures, self.max_departures,
-                self.outsider_departures, self.flaps, self.went_empty, self.restart_joins, self.rebalances,
-                self.replaced_departures, self.leavers, self.young_leavers, self.join_rounds,
-                self.departures_by_first_join, self.leave_rounds, self.first_leave_ms, self.last_leave_ms)
-
     def leaver(self, k: int) -> str | None:
         """Who the ``k``-th departure was (None in a state written before departures were named)."""
         return self.leavers[k] if k < len(self.leavers) else None
 
+    def to_state(self) -> dict:
+        return fields_of(self, baseline=tuple(sorted(self.baseline)))
+
     @classmethod
-    def from_tuple(cls, t: tuple) -> "_Episode":
-        return cls(t[0], t[1], t[2], t[3], t[4], frozenset(t[5]), *t[6:])
+    def from_state(cls, state: Mapping) -> "_Episode":
+        return build(cls, state, baseline=frozenset(state["baseline"]))
 
 
 @dataclass(slots=True)
@@ -205,36 +202,22 @@ class _GroupJudgement:
     # rejoined since). Each identity present when Kafka went away rejoins once without counting as churn.
     kafka: tuple = ()
 
-    def to_tuple(self) -> tuple:
-        c = self.counters
-        return (tuple(self.members.items()), tuple(self.churn), tuple(self.departures),
-                None if self.episode is None else self.episode.to_tuple(), self.storm_since, self.storm_last_churn,
-                self.storm_last_offset, self.storm_rebalances, tuple(self.chain), self.chain_reported,
-                (c.storms, c.rolling_restarts, c.scale_outs, c.scale_ins, c.formations, c.storm_active,
-                 c.last_verdict, c.last_reason, c.last_verdict_ms, c.partitions_moved, c.last_partitions_moved,
-                 c.causes), tuple(sorted(self.shared)), tuple(self.restarts), self.storm_gap, tuple(self.silenced),
-                tuple(sorted(self.ghosts)), self.last_offset, self.kafka)
+    def to_state(self) -> dict:
+        """The group's judgement by field name (:mod:`.state_format`)."""
+        return fields_of(self, churn=tuple(self.churn), departures=tuple(self.departures),
+                         episode=None if self.episode is None else self.episode.to_state(), chain=tuple(self.chain),
+                         counters=fields_of(self.counters), shared=tuple(sorted(self.shared)),
+                         restarts=tuple(self.restarts), silenced=tuple(self.silenced),
+                         ghosts=tuple(sorted(self.ghosts)))
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "_GroupJudgement":
-        # States written before wholesale replacements were judged hold (joined ms, identity) per member.
-        members = {mid: (*entry, False) if len(entry) == 2 else entry for mid, entry in t[0]}
-        j = cls(members, deque(t[1]), deque(t[2]), None if t[3] is None else _Episode.from_tuple(t[3]),
-                t[4], t[5], t[6], t[7], list(t[8]), t[9])
-        j.counters = ev.GroupVerdicts(*t[10])
-        if len(t) > 11:  # states written before shared identities were kept have neither
-            j.shared, j.restarts = set(t[11]), deque(t[12])
-        if len(t) > 13:
-            j.storm_gap = t[13]
-        if len(t) > 14:
-            j.silenced = deque(t[14])
-        if len(t) > 15:
-            j.ghosts = set(t[15])
-        if len(t) > 16:
-            j.last_offset = t[16]
-        if len(t) > 17:
-            j.kafka = t[17]
-        return j
+    def from_state(cls, state: Mapping) -> "_GroupJudgement":
+        episode = state.get("episode")
+        return build(cls, state, churn=deque(state.get("churn", ())), departures=deque(state.get("departures", ())),
+                     episode=None if episode is None else _Episode.from_state(episode),
+                     chain=list(state.get("chain", ())), counters=build(ev.GroupVerdicts, state.get("counters", {})),
+                     shared=set(state.get("shared", ())), restarts=deque(state.get("restarts", ())),
+                     silenced=deque(state.get("silenced", ())), ghosts=set(state.get("ghosts", ())))
 
 
 class RebalanceJudge:
@@ -842,14 +825,12 @@ class RebalanceJudge:
     def active_storms(self) -> Iterable[str]:
         return (g for g, j in self.groups.items() if j.storm_since is not None)
 
-    def to_tuple(self) -> tuple:
-        return ("judge1", tuple((g, j.to_tuple()) for g, j in self.groups.items()))
+    def to_state(self) -> dict:
+        """Every group's judgement by name (:mod:`.state_format`); the config comes from the job's settings."""
+        return {"groups": {g: j.to_state() for g, j in self.groups.items()}}
 
-    def load(self, t: tuple) -> None:
-        """Restores :meth:`to_tuple`; a state written before verdicts were judged this way starts empty."""
-        if not t or t[0] != "judge1":
-            return
-        self.groups = {g: _GroupJudgement.from_tuple(x) for g, x in t[1]}
+    def load_state(self, state: Mapping) -> None:
+        self.groups = {g: _GroupJudgement.from_state(j) for g, j in state["groups"].items()}
 
 
 def _mark_flaps(window: deque, identity: str) -> int:

@@ -4,6 +4,7 @@ every group's churn while a real crash loop stays a storm."""
 from __future__ import annotations
 
 from streaming.model import events as ev
+from streaming.model import state_v1
 from streaming.model.availability import AvailabilityTracker
 from streaming.model.states import KAFKA_AVAILABILITY, GroupType, KafkaAvailability, KafkaTrigger
 from streaming.model.verdicts import RebalanceConfig, RebalanceJudge
@@ -50,9 +51,10 @@ def test_outages_are_counted_once_each_and_the_count_survives_the_state():
         beats(tr, start + 40_000, start + 170_000, last_ts=last)
         assert tr.outages == n and tr.state is KafkaAvailability.AVAILABLE
     again = AvailabilityTracker(gap_ms=15_000, rejoin_ms=60_000)
-    again.load(tr.to_tuple())
+    again.load_state(tr.to_state())
     assert again.outages == 2
-    again.load(tr.to_tuple()[:7])  # a state written before outages were counted
+    old = (tr.state.value, tr.since_ms, tr.back_ms, (), tr.last_since_ms, tr.last_back_ms, tr.interval_ms)
+    state_v1._availability(again, old)  # a version-1 state written before outages were counted
     assert again.outages == 0
 
 

@@ -365,7 +365,7 @@ def test_the_samples_the_rules_read_follow_every_change_of_the_history():
     assert list(h.samples()) == pairs() == [(T0 + 200_000, 5)]
     h.observe(EndOffsetSample(7, -1, -1, T0 + 100_000))  # older than the latest: ignored
     assert list(h.samples()) == [(T0 + 200_000, 5)]
-    assert list(EndOffsetHistory.from_tuple(h.to_tuple()).samples()) == [(T0 + 200_000, 5)]
+    assert list(EndOffsetHistory.from_state(h.to_state()).samples()) == [(T0 + 200_000, 5)]
 
 
 def test_lag_is_unknown_until_a_heartbeat_gives_the_end_offsets():

@@ -181,8 +181,8 @@ def test_verdict_state_survives_a_round_trip():
         g.to({**crew("a", "b"), f"f-{k}": "f@h"}, 30 + 3 * k)
     assert g.judge.counters("g").storm_active
     restored = RebalanceJudge(g.judge.config)
-    restored.load(g.judge.to_tuple())
-    assert restored.to_tuple() == g.judge.to_tuple()
+    restored.load_state(g.judge.to_state())
+    assert restored.to_state() == g.judge.to_state()
     assert restored.counters("g").storms == 1 and restored.counters("g").storm_active
 
 

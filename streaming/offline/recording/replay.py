@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -97,11 +97,14 @@ def _source_rows(records, heartbeat: bytes, heartbeat_topic: str, t_ms: int) -> 
 
 
 def replay_batches(recording: Recording, config: StepConfig = StepConfig(),
-                   restart_every: int | None = None) -> Iterator[tuple[int, int, dict[str, pa.Table]]]:
+                   restart_every: int | None = None,
+                   after_sample: Callable[[int, dict[int, ShardStep]], None] | None = None,
+                   ) -> Iterator[tuple[int, int, dict[str, pa.Table]]]:
     """Yields ``(sample time, shard, output tables)`` for every shard's micro-batch, sample after sample.
 
     ``restart_every`` rebuilds every step from its saved state each that many samples, as the job does when it
-    restarts from its checkpoint (for tests that restarts change nothing).
+    restarts from its checkpoint (for tests that restarts change nothing). ``after_sample(seq, steps)`` is called
+    once every shard has processed sample ``seq``; it may replace steps (a restart from a given checkpoint).
     """
     steps = {p: ShardStep(p, config) for p in recording.partitions}
     queues = {p: [r for r in recording.records if r.partition == p] for p in steps}
@@ -120,13 +123,17 @@ def replay_batches(recording: Recording, config: StepConfig = StepConfig(),
             tables, _ = step.process(_source_rows(queue[i:j], heartbeat, config.heartbeat_topic, sample.t_ms),
                                      wall_ms=sample.t_ms)
             yield sample.t_ms, p, tables
+        if after_sample is not None:
+            after_sample(seq, steps)
 
 
-def replay_events(recording: Recording, config: StepConfig = StepConfig()) -> Iterator[dict]:
-    """Yields every ``group_events`` row the job's steps produce for the recording, batch by batch."""
+def replay_events(recording: Recording, config: StepConfig = StepConfig(),
+                  after_sample: Callable[[int, dict[int, ShardStep]], None] | None = None) -> Iterator[dict]:
+    """Yields every ``group_events`` row the job's steps produce for the recording, batch by batch
+    (``after_sample``: see :func:`replay_batches`)."""
     batch: list[dict] = []
     current = None
-    for t_ms, _, tables in replay_batches(recording, config):
+    for t_ms, _, tables in replay_batches(recording, config, after_sample=after_sample):
         if t_ms != current:  # one sample is one micro-batch of every shard: its cluster events merge into one
             yield from merge_cluster_rows(batch)
             batch, current = [], t_ms
