@@ -11,10 +11,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``groupscope ARGS`` in a subprocess; ``env``: its whole environment (default: this one's)."""
-    return subprocess.run([sys.executable, "-m", "streaming.commands.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None,
+            cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``groupscope ARGS`` in a subprocess; ``env``: its whole environment (default: this one's); ``cwd``: its
+    working directory (default: the repository; elsewhere the repository is put on ``PYTHONPATH``)."""
+    if cwd is not None:
+        env = dict(os.environ if env is None else env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, "-m", "streaming.commands.cli", *args], cwd=cwd or REPO, capture_output=True,
+                          text=True, timeout=timeout, env=env)
 
 
 def stop_job(proc: subprocess.Popen, grace_s: float = 90) -> None:

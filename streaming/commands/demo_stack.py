@@ -97,27 +97,18 @@ def _log_to_file(path: Path) -> Callable[[], None]:
     return restore
 
 
-def _lag_seconds(g: dict[str, Any]) -> tuple[float | None, bool]:
-    return g.get("max_lag_seconds"), bool(g.get("max_lag_seconds_lower_bound"))
+def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None,
+                now_ms: int | None = None) -> list[dict[str, Any]]:
+    """The live view's rows, worst first: the rows ``status`` shows (``status_view.shown_row``), their rebalances
+    and verdicts counted over the hour before ``now_ms`` (the simulation's clock; default the wall clock), as
+    ``status`` counts them. ``gone``: rows of groups seen earlier that the job no longer reports (deleted by
+    DeleteGroups or by their last offsets expiring); they stay listed, last, marked deleted, so a group that vanishes
+    says why."""
+    from streaming.commands.status_view import deleted_row, shown_row, sort_by_severity
+    from streaming.schema.read_model import RECENT_WINDOW_MS
 
-
-def _group_rows(view, gone: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """The live view's rows, worst first. ``gone``: rows of groups seen earlier that the job no longer reports
-    (deleted by DeleteGroups or by their last offsets expiring); they stay listed, last, marked deleted, so a group
-    that vanishes says why."""
-    from streaming.commands.status_view import deleted_row, sort_by_severity, verdict_columns
-    from streaming.model.rules import shown_status
-
-    rows = []
-    for gid, g in view.groups.items():
-        secs, lower = _lag_seconds(g)
-        rows.append({
-            "group": gid, "type": g.get("group_type"), "state": g.get("state"), "members": g.get("member_count"),
-            "lag": g.get("sum_lag"), "max_lag": g.get("max_lag"), "lag_seconds": secs, "lag_seconds_lower_bound": lower,
-            "status": shown_status(g.get("status"), g.get("sum_lag")), "rebalances_1h": g.get("rebalances"),
-            "storms": g.get("storms") or 0,
-            **verdict_columns(g),
-        })
+    since_ms = (int(time.time() * 1000) if now_ms is None else now_ms) - RECENT_WINDOW_MS
+    rows = [shown_row(g, view.activity.get(gid), since_ms) for gid, g in view.groups.items()]
     if gone is not None:
         live = {r["group"] for r in rows}
         for r in rows:
@@ -303,7 +294,7 @@ def written_tables(delta_root: Path) -> list[str]:
 
 def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:
     """The view without a terminal (a pipe, a log file): the progress line and one fixed-width line per group."""
-    from streaming.commands.status_view import format_lag_seconds
+    from streaming.commands.status_view import format_lag_seconds, shown_verdict
 
     lines = [progress, f"{'GROUP':<24} {'STATE':<11} {'MEMBERS':>7} {'LAG':>9} {'LAG SECS':>9} {'STATUS':<6} "
                        f"{'VERDICT':<16} WHY"]
@@ -316,32 +307,40 @@ def plain_summary(rows: list[dict[str, Any]], progress: str) -> str:
         members = "-" if r.get("members") is None else str(r["members"])
         lag = "-" if r.get("lag") is None else f"{r['lag']:,}"
         lines.append(f"{r['group'][:24]:<24} {(r.get('state') or '-')[:11]:<11} {members:>7} {lag:>9} "
-                     f"{format_lag_seconds(r):>9} {(r.get('status') or '-'):<6} {(r.get('verdict') or '')[:16]:<16} "
+                     f"{format_lag_seconds(r):>9} {(r.get('status') or '-'):<6} {shown_verdict(r)[:16]:<16} "
                      f"{r.get('why') or ''}")
     return "\n".join(lines)
 
 
-def _show(job, runners: list, sim, options: DemoOptions, deadline, started: float, out) -> None:
-    from rich.console import Console, Group
-    from rich.live import Live
+def live_frame(rows: list[dict[str, Any]], progress: str, width: int, height: int):
+    """One frame of the live view, ``height`` lines at most: the progress line (folded over as many lines as it
+    needs), the title, and the groups in the rest, saying how many more there are when they do not all fit (a
+    terminal cuts what does not fit to a bare "...")."""
+    from rich.console import Group
     from rich.text import Text
 
     from streaming.commands.status_view import compact_lines
+
+    above = -(-len(progress) // max(1, width)) + 1
+    return Group(Text(progress, style="bold cyan", overflow="fold"), Text(f"consumer groups ({len(rows)})", style="bold"),
+                 *compact_lines(rows, width, max_lines=max(2, height - above)))
+
+
+def _show(job, runners: list, sim, options: DemoOptions, deadline, started: float, out) -> None:
+    from rich.console import Console
+    from rich.live import Live
 
     gone: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in job.metrics.clusters}
 
     def rows():
         feeds = job.metrics.clusters
         if len(feeds) == 1:
-            return _group_rows(job.metrics.state.view(), gone[next(iter(feeds))])
+            return _group_rows(job.metrics.state.view(), gone[next(iter(feeds))], sim.now_ms)
         return [{"cluster": name, **r} for name, feed in feeds.items()
-                for r in _group_rows(feed.state.view(), gone[name])]
+                for r in _group_rows(feed.state.view(), gone[name], sim.now_ms)]
 
     def frame():
-        current = rows()
-        return Group(Text(_progress_line(job, started, sim), style="bold cyan", overflow="fold"),
-                     Text(f"consumer groups ({len(current)})", style="bold"),
-                     *compact_lines(current, console.width))
+        return live_frame(rows(), _progress_line(job, started, sim), console.width, console.height)
 
     def done() -> bool:
         return deadline is not None and time.monotonic() >= deadline

@@ -39,15 +39,17 @@ def maintain(config, delta_path, tables, vacuum_retention_hours) -> None:
     options = settings.delta.maintenance
     if vacuum_retention_hours is not None:
         options = options.model_copy(update={"vacuum_retention_hours": vacuum_retention_hours})
-    root = settings.delta.path
-    from streaming.commands.status_view import configured_cluster_tables
+    from streaming.commands.table_sets import find_table_sets
 
-    sets = configured_cluster_tables(settings)  # several clusters: each one's tables under its own folder
-    if not sets:
-        if "://" not in root and not Path(root).is_dir():
-            click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory)", err=True)
-            sys.exit(1)
-        sets = [(settings.cluster, root)]
+    found = find_table_sets(settings, delta_path)  # as status finds them: the last demo's when nothing is configured
+    sets = list(found.sets)
+    root = found.root
+    if not found.several and "://" not in root and not Path(root).is_dir():
+        also = f" (nor a demo's under {found.demo_looked})" if found.demo_looked is not None else ""
+        click.echo(f"groupscope maintain: no Delta tables under {root} (no such directory){also}", err=True)
+        sys.exit(1)
+    if found.demo is not None:
+        click.echo(f"groupscope maintain: the demo's tables ({root})", err=True)
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.delta_maintenance import DeltaMaintenance
 

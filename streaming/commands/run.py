@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 import time
-from pathlib import Path
 
 import click
 
@@ -241,6 +240,32 @@ def heartbeat(config, bootstrap, once) -> None:
         emitter.stop()
 
 
+def tables_read_lines(found, storage_options) -> list[str]:
+    """What ``status`` says before its table: which tables it reads and when each set was last written, with a
+    warning where that is long ago (a stopped job leaves tables that look current)."""
+    import datetime as dt
+
+    from streaming.commands.status_view import STALE_AFTER, format_age
+    from streaming.commands.table_sets import last_write
+
+    now = dt.datetime.now(dt.timezone.utc)
+    whose = "the demo's tables" if found.demo is not None else "the Delta tables"
+    lines = []
+    for cluster, path in found.sets:
+        written = last_write(path, storage_options=storage_options)
+        where = f"cluster {cluster}: {whose} in {path}" if found.several else f"{whose} in {path}"
+        if written is None:
+            lines.append(f"{where}, not written yet")
+            continue
+        age = (now - written).total_seconds()
+        line = f"{where}, last written {written:%Y-%m-%d %H:%M:%S} UTC ({format_age(age)} ago)"
+        if now - written > STALE_AFTER:
+            line += (f": their figures are older than {STALE_AFTER.total_seconds() / 60:.0f} min (marked "
+                     "\"as of\"); is the job running?")
+        lines.append(line)
+    return lines
+
+
 @click.command()
 @click.option("--config", "config", metavar="FILE",
               help="YAML configuration file (status reads its delta section: path, storage_options).")
@@ -254,30 +279,21 @@ def status(config, delta_path, as_json) -> None:
     listed last, as deleted."""
     settings = _settings(config, bootstrap=None, cluster=None, metrics_port=None, delta_path=delta_path,
                          checkpoint=None, master=None)
-    from streaming.commands.status_view import (cluster_tables, configured_cluster_tables, load_clusters_status,
-                                                load_status, render_status)
+    from streaming.commands.status_view import load_clusters_status, load_status, render_status
+    from streaming.commands.table_sets import find_table_sets
 
-    path = settings.delta.path
-    several = configured_cluster_tables(settings)
-    demo_delta = None
-    if not several and delta_path is None and path == type(settings.delta)().path \
-            and not (Path(path) / "groups").exists():
-        # Nothing configured and no job's tables here: the tables of the last groupscope demo, if any.
-        from streaming.commands.demo_stack import default_demo_dir
-
-        demo_delta = default_demo_dir() / "delta"
-        several = cluster_tables(str(demo_delta))
-        if (demo_delta / "groups").exists() or several:
-            click.echo(f"groupscope status: showing the demo's tables ({demo_delta})", err=True)
-            path = str(demo_delta)
+    found = find_table_sets(settings, delta_path)
+    options = settings.delta.storage_options
     try:
-        rows = load_clusters_status(several, storage_options=settings.delta.storage_options) if several else \
-            load_status(path, storage_options=settings.delta.storage_options)
+        rows = load_clusters_status(found.sets, storage_options=options) if found.several else \
+            load_status(found.root, storage_options=options)
     except FileNotFoundError as exc:
-        hint = "" if demo_delta is None else (f"; nor a demo's under {demo_delta}. Name the tables' folder with "
-                                              "--delta-path (a demo's is delta/ in its --dir)")
+        hint = "" if found.demo_looked is None else (f"; nor a demo's under {found.demo_looked}. Name the tables' "
+                                                     "folder with --delta-path (a demo's is delta/ in its --dir)")
         click.echo(f"groupscope status: {exc}{hint}", err=True)
         sys.exit(1)
+    for line in tables_read_lines(found, options):
+        click.echo(f"groupscope status: {line}", err=True)
     if as_json:
         import json
 

@@ -10,16 +10,17 @@ under the group's row.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from streaming.model.events import VERDICT_OF_KIND
 from streaming.model.rules import UNJUDGED_REASON, shown_status
+from streaming.schema.read_model import RECENT_WINDOW_MS, GroupActivity, GroupView, epoch_ms, group_activity
 from streaming.sinks.delta import DeltaSink
 
 __all__ = ["load_status", "load_clusters_status", "cluster_tables", "configured_cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
-           "format_lag_seconds", "COMPACT_COLUMNS"]
+           "format_lag_seconds", "format_age", "shown_verdict", "shown_why", "COMPACT_COLUMNS", "STALE_AFTER"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
 
@@ -29,52 +30,60 @@ COMPACT_COLUMNS: tuple[tuple[str, int, bool], ...] = (
     ("GROUP", 18, False), ("STATE", 11, False), ("MEM", 3, True), ("LAG", 7, True), ("LAG S", 7, True),
     ("STATUS", 6, False), ("REB", 3, True), ("VERDICT", 15, False))
 WHY_MIN_WIDTH = 40
+# The job rewrites every group's row at least every model.snapshot_interval_seconds (10 s by default): tables not
+# written for this long are a job that is stopped, stalled or cut off, and their figures are marked old.
+STALE_AFTER = dt.timedelta(minutes=5)
+PIPE_WIDTH = 120  # status under a pipe, without $COLUMNS: the width of a wide terminal, not the widest table
 WHY_INDENT = "  ↳ "
 
 
 def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = None,
                 now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every group of the ``groups`` table, worst first, then the groups that left it in the last hour (deleted,
-    or their last offsets expired), marked deleted with the time they went."""
+    or their last offsets expired), marked deleted with the time they went. Each group's figures are as of the
+    table's last write (``as_of``), and ``stale`` when that is more than ``STALE_AFTER`` before ``now``: a job that
+    stopped leaves tables that look current."""
     if "://" not in delta_path and not (Path(delta_path) / "groups").exists():
         raise FileNotFoundError(f"no groups table under {delta_path} (has the job written a batch yet?)")
     sink = DeltaSink(delta_path, storage_options=storage_options)
-    groups = sink.read("groups").to_pylist()
+    groups = [GroupView.of_row(r) for r in sink.read("groups").to_pylist()]
     now = now or dt.datetime.now(dt.timezone.utc)
-    hour_ago = now - dt.timedelta(hours=1)
-    recent: dict[str, int] = {}
-    last_event: dict[str, tuple[dt.datetime, str]] = {}
-    verdict_lately: set[str] = set()  # groups with a rebalance verdict in the last hour
-    for e in sink.read("group_events").select(["group_id", "kind", "event_time"]).to_pylist():
-        t = e["event_time"]
-        if t is None or t < hour_ago:
-            continue
-        if e["kind"] == "Rebalance":
-            recent[e["group_id"]] = recent.get(e["group_id"], 0) + 1
-        elif e["kind"] in VERDICT_OF_KIND:
-            verdict_lately.add(e["group_id"])
-        if e["group_id"] not in last_event or t >= last_event[e["group_id"]][0]:
-            last_event[e["group_id"]] = (t, e["kind"])
-    rows = []
-    for g in groups:
-        rows.append({
-            "group": g["group_id"], "type": g["group_type"], "state": g["state"], "members": g["member_count"],
-            "lag": g["sum_lag"], "max_lag": g["max_lag"], "lag_seconds": g["max_lag_seconds"],
-            # absent from a table no job of this version has written to yet
-            "lag_seconds_lower_bound": bool(g.get("max_lag_seconds_lower_bound")),
-            "status": shown_status(g["status"], g["sum_lag"]), "rebalances_1h": recent.get(g["group_id"], 0),
-            "generation": g["generation"],
-            "updated": g["updated_time"], **verdict_columns({**g, "verdict_lately": g["group_id"] in verdict_lately}),
-        })
-    present = {g["group_id"] for g in groups}
+    from streaming.commands.table_sets import last_write
+
+    as_of = last_write(delta_path, storage_options=storage_options)
+    stale = as_of is not None and now - as_of > STALE_AFTER
+    since_ms = epoch_ms(now) - RECENT_WINDOW_MS
+    activity = group_activity(sink.read("group_events").select(["group_id", "kind", "event_time"]).to_pylist(),
+                              since_ms=since_ms)
+    rows = [{**shown_row(g, activity.get(g.group_id), since_ms), "as_of": as_of, "stale": stale} for g in groups]
+    present = {g.group_id for g in groups}
     gone = []
-    for gid, (t, kind) in sorted(last_event.items()):
-        if gid in present:
+    for gid, a in sorted(activity.items()):
+        if gid in present or a.last_event_ms is None:
             continue
-        what = "group deleted" if kind == "GroupDeleted" else "offsets deleted or expired"
+        t = dt.datetime.fromtimestamp(a.last_event_ms / 1000, dt.timezone.utc)
+        what = "group deleted" if a.last_event_kind == "GroupDeleted" else "offsets deleted or expired"
         gone.append(deleted_row(gid, f"{what} at {t:%H:%M:%S} UTC (no longer in __consumer_offsets)",
-                                rebalances_1h=recent.get(gid, 0), updated=t))
+                                rebalances_1h=a.rebalances_since(since_ms), updated=t))
     return sort_by_severity(rows) + gone
+
+
+def shown_row(g: GroupView, activity: GroupActivity | None, since_ms: int) -> dict[str, Any]:
+    """The row ``status`` and the live view show of one group: its figures, the rebalances of the recent window
+    (from ``since_ms`` on) and whether its verdict came within it, and the reason to read first. One function for
+    both, so the two never count differently."""
+    a = activity or GroupActivity()
+    status = None if g.status is None else g.status.name
+    return {
+        "group": g.group_id, "type": g.group_type, "state": g.state, "members": g.member_count,
+        "lag": g.sum_lag, "max_lag": g.max_lag, "lag_seconds": g.max_lag_seconds,
+        "lag_seconds_lower_bound": g.max_lag_seconds_lower_bound, "status": status,
+        "rebalances_1h": a.rebalances_since(since_ms), "generation": g.generation,
+        "updated": None if g.updated_ms is None else dt.datetime.fromtimestamp(g.updated_ms / 1000, dt.timezone.utc),
+        **verdict_columns({"status": status, "sum_lag": g.sum_lag, "status_reason": g.status_reason,
+                           "storm_active": g.storm_active, "verdict": g.verdict, "verdict_reason": g.verdict_reason,
+                           "verdict_lately": a.verdict_since(since_ms)}),
+    }
 
 
 def cluster_tables(delta_path: str) -> list[tuple[str, str]]:
@@ -127,13 +136,14 @@ _SEVERITY = {"ERR": 5, "REWIND": 4, "STOP": 3, "STALL": 2, "WARN": 1, "OK": 0}
 
 
 def verdict_columns(g: Mapping[str, Any]) -> dict[str, Any]:
-    """The verdict and the reason a person should read first: an active storm, else the status's reason when the
-    group is not OK, else its latest rebalance verdict -- when it came within the hour the table's rebalance count
+    """The verdict and the reason a person should read first: an active storm (verdict ``storm``, in lower case as
+    every verdict's name; the views show it as ``STORM``), else the status's reason when the group is not OK, else
+    its latest rebalance verdict -- when it came within the hour the table's rebalance count
     covers (``verdict_lately``; absent: it did). A group that formed last week and has been stable since shows no
     verdict: "formation" on every long-lived group would hide the few verdicts that are news."""
     storm = bool(g.get("storm_active"))
     lately = g.get("verdict_lately", True)
-    verdict = "STORM" if storm else ((g.get("verdict") or "") if lately else "")
+    verdict = "storm" if storm else ((g.get("verdict") or "") if lately else "")
     if storm:
         why = g.get("verdict_reason") or ""
     elif g.get("status") not in (None, "OK"):
@@ -161,6 +171,31 @@ def format_lag_seconds(r: Mapping[str, Any]) -> str:
     if r.get("lag_seconds_lower_bound"):
         return f">{int(secs):,}"
     return f"{secs:,.1f}" if secs < 100 else f"{secs:,.0f}"
+
+
+def shown_verdict(r: Mapping[str, Any]) -> str:
+    """The VERDICT cell: an active storm in capitals, so it stands out among the verdicts of the hour."""
+    return "STORM" if r.get("storm_active") else (r.get("verdict") or "")
+
+
+def format_age(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h``, ``4 days``: how long ago, as precisely as a person needs it."""
+    if seconds < 120:
+        return f"{max(0, int(seconds))} s"
+    if seconds < 2 * 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 2 * 86400:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} days"
+
+
+def shown_why(r: Mapping[str, Any], now: dt.datetime | None = None) -> str:
+    """The WHY cell: the reason, after "(as of 3 h ago)" when the row's figures are old (``stale``)."""
+    why = r.get("why") or ""
+    if not r.get("stale") or r.get("as_of") is None:
+        return why
+    age = format_age(((now or dt.datetime.now(dt.timezone.utc)) - r["as_of"]).total_seconds())
+    return f"(as of {age} ago) {why}".rstrip()
 
 
 def _fit(text: str, width: int) -> str:
@@ -191,14 +226,17 @@ def _cells(r: Mapping[str, Any]) -> list[str]:
     """A row's cells in ``COMPACT_COLUMNS`` order."""
     return [r["group"], r.get("state") or "-", "-" if r.get("members") is None else str(r["members"]),
             "-" if r.get("lag") is None else f"{r['lag']:,}", format_lag_seconds(r), r.get("status") or "-",
-            "-" if r.get("rebalances_1h") is None else str(r["rebalances_1h"]), r.get("verdict") or ""]
+            "-" if r.get("rebalances_1h") is None else str(r["rebalances_1h"]), shown_verdict(r)]
 
 
 def compact_lines(rows: Iterable[Mapping[str, Any]], width: int, *, group_width: int | None = None,
-                  wrap_why: bool = False) -> list:
+                  wrap_why: bool = False, max_lines: int | None = None) -> list:
     """The compact form as lines of rich ``Text``, ``width`` columns wide at most. ``group_width``: the GROUP
-    column's width (default: fixed, for the live view; longer names end in an ellipsis). ``wrap_why``: a WHY under
-    its row is wrapped over as many lines as it needs (``status``) instead of cut to one (the live view)."""
+    column's width (default: fixed, for the live view; longer names end in an ellipsis). ``wrap_why``: a WHY is
+    wrapped over as many lines as it needs (``status``) instead of kept to one line (the live view). Kept to one
+    line, a reason goes beside its row when it fits there, else under it, where it has the whole width: a wider
+    terminal never shows less of it than a narrower one. ``max_lines``: at most that many lines (a terminal's
+    height); the groups that do not fit are counted on the last line ("… 12 more groups")."""
     from rich.text import Text
 
     columns = list(COMPACT_COLUMNS)
@@ -207,6 +245,7 @@ def compact_lines(rows: Iterable[Mapping[str, Any]], width: int, *, group_width:
     row_width = sum(w for _, w, _ in columns) + len(columns) - 1
     why_width = width - row_width - 1
     inline = why_width >= WHY_MIN_WIDTH
+    room = max(10, width - len(WHY_INDENT))  # a reason under its row
 
     def line(cells: list[str], header: bool = False):
         text = Text(style="bold" if header else "")
@@ -225,32 +264,44 @@ def compact_lines(rows: Iterable[Mapping[str, Any]], width: int, *, group_width:
                 text.append(cell)
         return text
 
+    def group_lines(r: Mapping[str, Any]) -> list:
+        """A group's row and its reason (beside it, or under it)."""
+        text = line(_cells(r))
+        why = shown_why(r)
+        if inline and (wrap_why or len(why) <= why_width):
+            parts = (textwrap.wrap(why, why_width) if wrap_why else [why]) if why else []
+            if parts:
+                text.append(" " + parts[0])
+            return [text, *(Text(" " * (row_width + 1) + part) for part in parts[1:])]
+        if not why:
+            return [text]
+        parts = textwrap.wrap(why, room) if wrap_why else [_fit(why, room)]
+        return [text, *(Text((WHY_INDENT if i == 0 else " " * len(WHY_INDENT)) + part) for i, part in enumerate(parts))]
+
     head = line([name for name, _, _ in columns], header=True)
     if inline:
         head.append(" WHY")
-    out = [head]
     rows = list(rows)
     several = bool(_clusters(rows))
+    chunks: list[list] = []  # each group's lines, its cluster's name first where a cluster starts
     cluster = None
     for r in rows:
+        chunk = []
         if several and r.get("cluster") != cluster:  # several clusters: each one's groups under its name
             cluster = r.get("cluster")
-            out.append(Text(f"cluster {cluster}", style="bold underline"))
-        text = line(_cells(r))
-        why = r.get("why") or ""
-        if inline:
-            parts = (textwrap.wrap(why, why_width) if wrap_why else [_fit(why, why_width)]) if why else []
-            if parts:
-                text.append(" " + parts[0])
-            out.append(text)
-            out.extend(Text(" " * (row_width + 1) + part) for part in parts[1:])
-            continue
-        out.append(text)
-        if why:
-            room = max(10, width - len(WHY_INDENT))
-            parts = textwrap.wrap(why, room) if wrap_why else [_fit(why, room)]
-            for i, part in enumerate(parts):
-                out.append(Text((WHY_INDENT if i == 0 else " " * len(WHY_INDENT)) + part))
+            chunk.append(Text(f"cluster {cluster}", style="bold underline"))
+        chunks.append(chunk + group_lines(r))
+    out = [head]
+    if max_lines is not None and 1 + sum(len(c) for c in chunks) > max_lines:
+        room_for = max_lines - 2  # the header and the line that counts the rest
+        shown = 0
+        while shown < len(chunks) and len(out) - 1 + len(chunks[shown]) <= room_for:
+            out.extend(chunks[shown])
+            shown += 1
+        hidden = len(chunks) - shown
+        out.append(Text(f"… {hidden} more group{'' if hidden == 1 else 's'}", style="bold"))
+    else:
+        out.extend(text for chunk in chunks for text in chunk)
     for text in out:
         text.rstrip()
     return out
@@ -276,20 +327,22 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
                       str(r["members"] if r["members"] is not None else "-"),
                       f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r),
                       f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
-                      f"[bold red]{r.get('verdict')}[/]" if r.get("storm_active") else (r.get("verdict") or ""),
-                      r.get("why") or "")
+                      f"[bold red]{shown_verdict(r)}[/]" if r.get("storm_active") else shown_verdict(r),
+                      shown_why(r))
     return table
 
 
 def render_status(rows: list[dict[str, Any]], console=None) -> None:
-    """Prints ``rows``: the full table under a pipe or on a terminal wide enough for all of it, else the compact
-    form (the GROUP column as wide as the longest name allows, every reason in full)."""
+    """Prints ``rows``: the full table where it fits (a terminal's width; under a pipe ``$COLUMNS``, else
+    ``PIPE_WIDTH``), else the compact form (the GROUP column as wide as the longest name allows, every reason in
+    full)."""
     from rich.console import Console
 
-    console = console or Console()
-    if not console.is_terminal:
-        # Piped or redirected: nothing wraps the lines, so do not squeeze the table into 80 columns.
-        console = Console(width=200, file=console.file)
+    if console is None:
+        console = Console()
+        if not console.is_terminal and not os.environ.get("COLUMNS"):
+            # Piped or redirected with no width given: as wide as a wide terminal, the compact form beyond that.
+            console = Console(width=PIPE_WIDTH)
     if not rows:
         console.print("no groups yet")
         return
@@ -297,7 +350,7 @@ def render_status(rows: list[dict[str, Any]], console=None) -> None:
 
     table = status_table(rows)
     natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
-    if not console.is_terminal or natural <= console.width:
+    if natural <= console.width:
         console.print(table)  # every column as wide as its content
         return
     others = sum(w for _, w, _ in COMPACT_COLUMNS[1:]) + len(COMPACT_COLUMNS) - 1

@@ -21,6 +21,7 @@ from streaming.model.rules import UNJUDGED_REASON
 from streaming.model import events as ev
 from streaming.model.shard import GroupCoordinatorShard
 from streaming.model.states import GroupType
+from streaming.schema.read_model import GroupView
 from streaming.schema.tables import GROUPS, event_row, group_row
 from streaming.sinks.delta import DeltaSink
 from tests.cli_helpers import REPO
@@ -47,7 +48,7 @@ def test_storms_first_then_worst_status_then_lag():
 def test_the_reason_shown_is_the_one_to_act_on():
     storm = verdict_columns({"status": "WARN", "storm_active": True, "verdict": "storm", "verdict_reason": "R1",
                              "status_reason": "S1"})
-    assert (storm["verdict"], storm["why"]) == ("STORM", "R1")
+    assert (storm["verdict"], storm["why"]) == ("storm", "R1")  # one case for every verdict; the views show STORM
     stuck = verdict_columns({"status": "STOP", "verdict": "formation", "status_reason": "stuck consumer"})
     assert (stuck["verdict"], stuck["why"]) == ("formation", "stuck consumer")
     deploy = verdict_columns({"status": "OK", "verdict": "rolling_restart", "verdict_reason": "4 of 4 restarted"})
@@ -212,8 +213,11 @@ def test_a_verdict_is_shown_while_it_is_news_and_not_forever(tmp_path):
 
 
 class _View:
+    """What the live view reads of the state: typed groups and their recent activity (none here)."""
+
     def __init__(self, groups):
-        self.groups = groups
+        self.groups = {gid: GroupView.of_row(g) for gid, g in groups.items()}
+        self.activity = {}
 
 
 def _live_group(gid: str, status: str = "OK", **over) -> dict:
@@ -283,15 +287,60 @@ def test_compact_view_at_80_columns_one_line_per_group_and_stable_columns():
     assert group_rows[2][starts[1]:starts[2]].strip() == "RECONCILING"
 
 
-def test_compact_view_on_a_wide_terminal_has_a_why_column():
-    console = Console(width=140, record=True, color_system=None)
-    for text in compact_lines(_compact_rows(), 140):
+def _reasons_shown(width: int) -> dict[str, str]:
+    """The live view at ``width`` columns: each group's reason as shown (beside its row, or under it)."""
+    console = Console(width=width, record=True, color_system=None)
+    for text in compact_lines(_compact_rows(), width):
         console.print(text)
     lines = _plain(console)
-    assert lines[0].rstrip().endswith("WHY") and not any(line.startswith(WHY_INDENT) for line in lines)
-    assert len(lines) == 5 and all(len(line) <= 140 for line in lines)
-    why_at = lines[0].index("WHY")
-    assert lines[1][why_at:].startswith("stopped-logs:0:") and lines[1].rstrip().endswith("…")
+    assert all(len(line) <= width for line in lines), max(lines, key=len)
+    why_at = lines[0].find("WHY")
+    shown: dict[str, str] = {}
+    for line, after in zip(lines[1:], lines[2:] + [""]):
+        if line.startswith(WHY_INDENT):
+            continue
+        group = line.split()[0]
+        beside = line[why_at:].strip() if why_at > 0 else ""
+        shown[group] = beside or (after[len(WHY_INDENT):] if after.startswith(WHY_INDENT) else "")
+    return shown
+
+
+def test_a_wider_terminal_never_shows_less_of_a_reason():
+    """At 120 columns the WHY column beside the rows is 42 wide: a reason longer than that goes under its row, where
+    it has the whole width, rather than being cut shorter than an 80-column terminal shows it."""
+    at_80 = _reasons_shown(80)
+    assert at_80["stopped"].endswith("…") and len(at_80["stopped"]) == 76
+    for width in (120, 140, 200):
+        shown = _reasons_shown(width)
+        assert shown.keys() == at_80.keys()
+        for group, reason in at_80.items():
+            assert len(shown[group]) >= len(reason), (width, group, shown[group], reason)
+        # under its row: the whole width's worth of it (116 characters at 120 columns), whole where it fits
+        assert shown["stopped"] == (LONG_WHY if width >= len(WHY_INDENT) + len(LONG_WHY) else
+                                    LONG_WHY[:width - len(WHY_INDENT) - 1] + "…")
+        assert shown["storm"] == "4 rebalances changing membership in 24 s"  # beside its row: it fits
+
+
+def test_at_80x24_the_groups_that_do_not_fit_are_counted():
+    """The live view in an 80x24 terminal: as many groups as fit, then how many more there are (the terminal alone
+    would cut the frame to a bare "...")."""
+    from streaming.commands.demo_stack import live_frame
+
+    rows = _compact_rows() + [row(f"group-{i:02d}", "OK", i) for i in range(30)]
+    progress = "simulated 42 s | batches 17 | records decoded 12,345 | catching up: 1,234 records of __consumer_" \
+               "offsets to go | up 50 s"  # longer than 80 columns: two lines
+    console = Console(width=80, height=24, record=True, color_system=None)
+    console.print(live_frame(rows, progress, 80, 24))
+    lines = _plain(console)
+    assert len(lines) == 24, lines
+    assert lines[2].startswith("consumer groups (34)")
+    found = re.fullmatch(r"… (\d+) more groups", lines[-1])
+    assert found, lines[-1]
+    shown = [line for line in lines[4:-1] if not line.startswith(WHY_INDENT)]
+    assert len(shown) + int(found.group(1)) == len(rows), (shown, lines[-1])
+    roomy = Console(width=80, height=60, record=True, color_system=None)
+    roomy.print(live_frame(rows, progress, 80, 60))
+    assert not any("more group" in line for line in _plain(roomy))  # all fit: no count
 
 
 def test_status_on_a_narrow_terminal_keeps_every_reason_whole():
