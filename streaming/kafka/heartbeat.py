@@ -307,7 +307,9 @@ class HeartbeatEmitter:
         """Reads the transactional tails that are due and says which end in offsets no consumer gets."""
         if self.tails is None:
             return []
-        ends = {(t, p): (hw, lso, low) for t, p, hw, lso, low in rows if t != self.offsets_topic}
+        # __consumer_offsets too: a transactional offset commit leaves its partition ending in a marker, and the
+        # job's shard knows it has read everything only from the quiet tail (streaming.job.step._Meta.position)
+        ends = {(t, p): (hw, lso, low) for t, p, hw, lso, low in rows}
         self.tails.probe(self.tails.due(ends))
         return self.tails.quiet(ends)
 

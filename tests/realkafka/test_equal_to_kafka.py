@@ -117,8 +117,8 @@ def live(kafka, quiet, tmp_path_factory) -> LiveOutcome:
 
     def equal() -> bool:
         # The tables themselves are the verdict: they are read after every batch until they equal the tool's
-        # answer. Whether every shard calls itself caught up is said with the differences, not waited for (a shard
-        # whose log ends in a transaction marker has no record at its last stable offset to reach).
+        # answer, and every shard says it is caught up (one whose log ends in a transaction marker from the
+        # heartbeat's quiet tail: it has no record at its last stable offset to reach).
         nonlocal differences, lag_rows
         last = job.status.last_batch
         if last is None or not last.health:
@@ -133,8 +133,8 @@ def live(kafka, quiet, tmp_path_factory) -> LiveOutcome:
             return False
         lag_rows = len(lag)
         differences = diff(quiet.kafka, delta_views(groups, lag), unknown=frozenset({"member.target_assignment"}))
-        if differences and behind:
-            differences.append(f"(shards not caught up at the last batch: {behind})")
+        if behind:
+            differences.append(f"shards not caught up at the last batch: {behind}")
         return not differences
 
     try:

@@ -88,3 +88,23 @@ def test_a_restart_after_a_long_stop_is_not_caught_up_from_the_old_state():
     assert _caught_up(step, _rows(range(0, 100), [(T0 + 1000, 100)]))
     restored = ShardStep(SHARD, StepConfig(), step.state())
     assert not _caught_up(restored, _rows(range(100, 110), [(T0 + 3_600_000, 5000), (T0 + 3_601_000, 5100)]))
+
+
+def test_a_log_that_ends_in_a_transaction_marker_is_caught_up_from_its_quiet_tail():
+    # Records 0..98, then a COMMIT marker at 99 (a transactional offset commit): the LSO is 100 and offset 99 never
+    # arrives. Without the tail probe's word the shard stays one offset behind for as long as nothing is written.
+    step = ShardStep(SHARD, StepConfig(caught_up_grace_ms=0))
+    assert not _caught_up(step, _rows(range(0, 99), [(T0 + 1000, 100)]))
+
+    def heartbeat(ts: int, seq: int, quiet_from: int) -> pa.Table:
+        (value,) = encode_heartbeats(ts, "test", seq, [("__consumer_offsets", SHARD, 100, 100, 0)],
+                                     quiet=[("__consumer_offsets", SHARD, 100, quiet_from)])
+        return pa.Table.from_pylist([{"key": None, "value": value, "topic": "groupscope-heartbeat", "partition": 0,
+                                      "offset": seq, "timestamp": ts * 1000}], schema=SOURCE)
+
+    # Nothing is delivered from 99 to the end: everything there is has been read.
+    assert _caught_up(step, heartbeat(T0 + 2000, 1, 99))
+    # A quiet tail that starts after the last record read does not cover the records before it.
+    behind = ShardStep(SHARD, StepConfig(caught_up_grace_ms=0))
+    assert not _caught_up(behind, _rows(range(0, 90), [(T0 + 1000, 100)]))
+    assert not _caught_up(behind, heartbeat(T0 + 2000, 1, 99))
