@@ -9,11 +9,11 @@ Two families of paths over the same state:
   rebalance verdicts, data-loss risk), described by ``openapi.json`` (served at ``/v1/openapi.json``).
 
 The data is what the metrics feed already holds on the driver: one ``StateView`` per cluster
-(``streaming.sinks.prometheus``), whose rows are those of ``streaming.schema.tables``. Modules: ``source.py`` (a
+(``streaming.sinks.state_store``), holding the typed read model of ``streaming.schema.read_model``. Modules: ``source.py`` (a
 cluster's name, connection facts and view), ``burrow.py`` and ``native.py`` (a view in, plain dicts out: testable
 without HTTP), ``routes.py`` (a path in, a status and a body out) and ``server.py`` (the threaded HTTP server).
 
-May use ``streaming.sinks.prometheus`` (the state), ``streaming.sinks.http_server`` (the HTTP server it shares with
+May use ``streaming.sinks.state_store`` (the state), ``streaming.sinks.http_server`` (the HTTP server it shares with
 ``/metrics``), ``streaming.schema`` and ``streaming.model``; never ``commands``,
 ``job``, ``spark`` or ``kafka``: the job wires the API in, not the other way round.
 """

@@ -1,4 +1,4 @@
-"""Burrow's v3 HTTP shapes, built from one cluster's :class:`~streaming.sinks.prometheus.StateView`.
+"""Burrow's v3 HTTP shapes, built from one cluster's :class:`~streaming.sinks.state_store.StateView`.
 
 Each function returns ``(http_status, body)`` with the body's fields in Burrow's order (``error``, ``message``, the
 payload); the router adds the ``request`` object. ``view`` is None when the cluster is unknown, so each endpoint
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streaming.api.source import (ClusterSource, group_partitions, group_status, int_or_none, members_by_id,
-                                  partition_status, time_ms, topic_end_offsets)
+from streaming.api.source import ClusterSource
 from streaming.model.rules import Status
-from streaming.sinks.prometheus import PartitionFigures, StateView
+from streaming.schema.read_model import MemberView, PartitionView
+from streaming.sinks.state_store import StateView
 
 __all__ = ["PARTITION_STATUS", "GROUP_STATUS", "NOT_FOUND", "cluster_list", "cluster_detail", "topic_list",
            "topic_detail", "topic_consumers", "consumer_list", "consumer_detail", "consumer_status"]
@@ -78,12 +78,12 @@ def cluster_detail(source: ClusterSource | None) -> tuple[int, Body]:
 def topic_list(view: StateView | None) -> tuple[int, Body]:
     if view is None:
         return _not_found("cluster not found")
-    return _ok("topic list returned", topics=sorted(topic_end_offsets(view)))
+    return _ok("topic list returned", topics=sorted(view.topic_end_offsets()))
 
 
 def topic_detail(view: StateView | None, topic: str) -> tuple[int, Body]:
     """End offsets indexed by partition; -1 for a partition whose end offset groupscope has not measured."""
-    ends = topic_end_offsets(view).get(topic) if view is not None else None
+    ends = view.topic_end_offsets().get(topic) if view is not None else None
     if ends is None:
         return _not_found("cluster or topic not found")
     return _ok("topic offsets returned", offsets=[ends.get(p, -1) for p in range(max(ends) + 1)])
@@ -108,9 +108,9 @@ def consumer_detail(view: StateView | None, group: str) -> tuple[int, Body]:
     as in Burrow."""
     if view is None or group not in view.groups:
         return _not_found("cluster or consumer not found")
-    members = members_by_id(view.groups[group])
+    members = view.groups[group].members_by_id()
     topics: dict[str, list[Body]] = {}
-    for topic, partition, p in group_partitions(view, group):
+    for topic, partition, p in view.group_partitions(group):
         entries = topics.setdefault(topic, [])
         while len(entries) < partition:
             entries.append({"offsets": [], "owner": "", "client_id": "", "current-lag": 0})
@@ -128,13 +128,15 @@ def consumer_status(cluster: str, view: StateView | None, group: str, *, show_al
         return 404, {"error": False, "message": "consumer status returned",
                      "status": {"cluster": cluster, "group": group, "status": NOT_FOUND, "complete": 1.0,
                                 "partitions": [], "partition_count": 0, "maxlag": None, "totallag": 0}}
-    row = view.groups[group]
-    members = members_by_id(row)
+    g = view.groups[group]
+    members = g.members_by_id()
     complete = 1.0 if view.health.caught_up else 0.0
     partitions = []
     worst: Status | None = None
-    for topic, partition, p in group_partitions(view, group):
-        status = partition_status(p) or Status.OK
+    for topic, partition, p in view.group_partitions(group):
+        # Burrow has no name for "not judged": such a partition is OK, as Burrow reports a partition whose window
+        # is not complete.
+        status = p.status or Status.OK
         worst = status if worst is None or status > worst else worst
         owner, client_id = _owner(p, members)
         offset = _offset(p)
@@ -145,7 +147,7 @@ def consumer_status(cluster: str, view: StateView | None, group: str, *, show_al
     for entry in partitions:
         if maxlag is None or entry["current_lag"] > maxlag["current_lag"]:
             maxlag = entry
-    status = group_status(row) or worst or Status.OK
+    status = g.status or worst or Status.OK
     return _ok("consumer status returned", status={
         "cluster": cluster,
         "group": group,
@@ -158,24 +160,23 @@ def consumer_status(cluster: str, view: StateView | None, group: str, *, show_al
     })
 
 
-def _owner(p: PartitionFigures, members: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+def _owner(p: PartitionView, members: Mapping[str, MemberView]) -> tuple[str, str]:
     """Burrow's owner is the member's host (as the coordinator records it, e.g. ``/10.0.0.7``); its client id beside."""
     m = members.get(p.owner) if p.owner else None
     if m is None:
         return "", ""
-    return str(m.get("host") or ""), str(m.get("client_id") or "")
+    return m.host, m.client_id
 
 
-def _offset(p: PartitionFigures) -> Body | None:
+def _offset(p: PartitionView) -> Body | None:
     """The committed offset as Burrow's stored offset. ``observedAt`` is the commit's own time: groupscope reads
     commits from the log, where the coordinator stamped them. ``lag`` (at commit time) is not kept: null, as Burrow
     sends for a commit it could not measure."""
-    offset = int_or_none(p.committed_offset)
-    if offset is None:
+    if p.committed_offset is None:
         return None
-    ts = time_ms(p.commit_time)
-    return {"offset": offset, "timestamp": ts or 0, "observedAt": ts or 0, "lag": None}
+    ts = p.commit_ms or 0
+    return {"offset": p.committed_offset, "timestamp": ts, "observedAt": ts, "lag": None}
 
 
-def _lag(p: PartitionFigures) -> int:
-    return max(0, int_or_none(p.lag) or 0)
+def _lag(p: PartitionView) -> int:
+    return max(0, p.lag or 0)

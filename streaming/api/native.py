@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from streaming.api.source import (ClusterSource, group_partitions, int_or_none, members_by_id, number,
-                                  partition_status, time_ms)
-from streaming.sinks.prometheus import StateView
+from streaming.api.source import ClusterSource, seconds_ms
+from streaming.schema.read_model import GroupView, MemberView, PartitionView
+from streaming.sinks.state_store import StateView
 
 __all__ = ["clusters", "cluster", "groups", "group", "error"]
 
@@ -53,43 +53,41 @@ def groups(name: str, view: StateView | None) -> tuple[int, Body]:
 def group(name: str, view: StateView | None, group_id: str) -> tuple[int, Body]:
     if view is None:
         return error(404, f"cluster {name!r} not found")
-    row = view.groups.get(group_id)
-    if row is None:
+    g = view.groups.get(group_id)
+    if g is None:
         return error(404, f"group {group_id!r} not found in cluster {name!r}")
-    members = members_by_id(row)
-    body = {"cluster": name, **_group_summary(group_id, row)}
+    members = g.members_by_id()
+    body = {"cluster": name, **_group_summary(group_id, g)}
     body.update(
-        protocol_type=row.get("protocol_type"),
-        assignor=row.get("assignor"),
-        simple=bool(row.get("is_simple")),
-        generation=int_or_none(row.get("generation")),
-        assignment_epoch=int_or_none(row.get("assignment_epoch")),
-        leader=row.get("leader"),
-        state_since_ms=time_ms(row.get("state_time")),
-        members=[{"member_id": m.get("member_id"), "client_id": m.get("client_id"), "host": m.get("host"),
-                  "instance_id": m.get("instance_id"), "member_epoch": int_or_none(m.get("member_epoch")),
-                  "state": m.get("state"), "assigned_partitions": int_or_none(m.get("partitions")) or 0}
-                 for m in row.get("members") or ()],
-        topics=[{"topic": t.get("topic"), "sum_lag": int_or_none(t.get("sum_lag")),
-                 "max_lag": int_or_none(t.get("max_lag")), "max_lag_seconds": number(t.get("max_lag_seconds"))}
-                for t in row.get("topics") or ()],
+        protocol_type=g.protocol_type,
+        assignor=g.assignor,
+        simple=g.is_simple,
+        generation=g.generation,
+        assignment_epoch=g.assignment_epoch,
+        leader=g.leader,
+        state_since_ms=g.state_since_ms,
+        members=[{"member_id": m.member_id, "client_id": m.client_id, "host": m.host, "instance_id": m.instance_id,
+                  "member_epoch": m.member_epoch, "state": m.state, "assigned_partitions": m.partitions}
+                 for m in g.members],
+        topics=[{"topic": t.topic, "sum_lag": t.sum_lag, "max_lag": t.max_lag, "max_lag_seconds": t.max_lag_seconds}
+                for t in g.topics],
         rebalances={
-            "total": int_or_none(row.get("rebalances")) or 0,
-            "last_ms": time_ms(row.get("last_rebalance_time")),
-            "storms": int_or_none(row.get("storms")) or 0,
-            "storm_active": bool(row.get("storm_active")),
-            "rolling_restarts": int_or_none(row.get("rolling_restarts")) or 0,
-            "scale_outs": int_or_none(row.get("scale_outs")) or 0,
-            "scale_ins": int_or_none(row.get("scale_ins")) or 0,
-            "partitions_moved": int_or_none(row.get("partitions_moved")) or 0,
-            "last_partitions_moved": int_or_none(row.get("last_partitions_moved")),
-            "causes": {str(c["cause"]): int(c["rebalances"]) for c in row.get("rebalance_causes") or ()},
-            "verdict": row.get("verdict"),
-            "verdict_reason": row.get("verdict_reason"),
+            "total": g.rebalances,
+            "last_ms": g.last_rebalance_ms,
+            "storms": g.storms,
+            "storm_active": g.storm_active,
+            "rolling_restarts": g.rolling_restarts,
+            "scale_outs": g.scale_outs,
+            "scale_ins": g.scale_ins,
+            "partitions_moved": g.partitions_moved,
+            "last_partitions_moved": g.last_partitions_moved,
+            "causes": dict(g.rebalance_causes),
+            "verdict": g.verdict,
+            "verdict_reason": g.verdict_reason,
         },
-        last_commit_ms=time_ms(row.get("last_commit_time")),
-        updated_ms=time_ms(row.get("updated_time")),
-        partitions=[_partition(t, n, p, members) for t, n, p in group_partitions(view, group_id)],
+        last_commit_ms=g.last_commit_ms,
+        updated_ms=g.updated_ms,
+        partitions=[_partition(t, n, p, members) for t, n, p in view.group_partitions(group_id)],
     )
     return 200, body
 
@@ -97,46 +95,46 @@ def group(name: str, view: StateView | None, group_id: str) -> tuple[int, Body]:
 def _cluster_summary(name: str, view: StateView) -> Body:
     h = view.health
     return {"name": name, "groups": len(view.groups), "caught_up": h.caught_up,
-            "last_batch_ms": time_ms(h.last_batch_time), "heartbeat_ms": time_ms(h.heartbeat_time)}
+            "last_batch_ms": seconds_ms(h.last_batch_time), "heartbeat_ms": seconds_ms(h.heartbeat_time)}
 
 
-def _group_summary(group_id: str, row: Mapping[str, Any]) -> Body:
+def _group_summary(group_id: str, g: GroupView) -> Body:
+    """A group's summary; ``status`` is null while the group is not judged (no log end offset known for its
+    partitions), never an OK nobody judged."""
     return {
         "group": group_id,
-        "type": row.get("group_type"),
-        "state": row.get("state"),
-        "status": row.get("status"),
-        "status_reason": row.get("status_reason"),
-        "member_count": int_or_none(row.get("member_count")) or 0,
-        "partition_count": int_or_none(row.get("partition_count")) or 0,
-        "sum_lag": int_or_none(row.get("sum_lag")),
-        "max_lag": int_or_none(row.get("max_lag")),
-        "max_lag_seconds": number(row.get("max_lag_seconds")),
-        "max_lag_seconds_lower_bound": bool(row.get("max_lag_seconds_lower_bound")),
-        "data_loss_partitions": int_or_none(row.get("data_loss_partitions")) or 0,
-        "verdict": row.get("verdict"),
-        "storm_active": bool(row.get("storm_active")),
+        "type": g.group_type,
+        "state": g.state,
+        "status": None if g.status is None else g.status.name,
+        "status_reason": g.status_reason,
+        "member_count": g.member_count or 0,
+        "partition_count": g.partition_count or 0,
+        "sum_lag": g.sum_lag,
+        "max_lag": g.max_lag,
+        "max_lag_seconds": g.max_lag_seconds,
+        "max_lag_seconds_lower_bound": g.max_lag_seconds_lower_bound,
+        "data_loss_partitions": g.data_loss_partitions,
+        "verdict": g.verdict,
+        "storm_active": g.storm_active,
     }
 
 
-def _partition(topic: str, partition: int, p, members: Mapping[str, Mapping[str, Any]]) -> Body:
-    status = partition_status(p)
+def _partition(topic: str, partition: int, p: PartitionView, members: Mapping[str, MemberView]) -> Body:
     m = members.get(p.owner) if p.owner else None
     owner = None
     if p.owner:
-        owner = {"member_id": p.owner, "client_id": m.get("client_id") if m else None,
-                 "host": m.get("host") if m else None}
+        owner = {"member_id": p.owner, "client_id": m.client_id if m else None, "host": m.host if m else None}
     return {
         "topic": topic,
         "partition": partition,
-        "committed_offset": int_or_none(p.committed_offset),
-        "log_end_offset": int_or_none(p.log_end_offset),
-        "lag": int_or_none(p.lag),
+        "committed_offset": p.committed_offset,
+        "log_end_offset": p.log_end_offset,
+        "lag": p.lag,
         "lag_seconds": p.lag_seconds,
-        "lag_seconds_lower_bound": bool(p.lag_seconds_lower_bound),
-        "data_loss_risk": bool(p.data_loss_risk),
-        "status": None if status is None else status.name,
+        "lag_seconds_lower_bound": p.lag_seconds_lower_bound,
+        "data_loss_risk": p.data_loss_risk,
+        "status": None if p.status is None else p.status.name,
         "status_reason": p.status_reason,
         "owner": owner,
-        "commit_ms": time_ms(p.commit_time),
+        "commit_ms": p.commit_ms,
     }

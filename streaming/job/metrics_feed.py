@@ -15,9 +15,12 @@ import pyarrow.compute as pc
 from streaming.api import ApiServer, ClusterInfo, ClusterSource
 from streaming.job.batch_sink import BatchResult, partition_rows_for_metrics, table_rows
 from streaming.config import Settings
-from streaming.sinks.prometheus import METRIC_EVENT_KINDS, MetricsServer, MetricsState, MonitorHealth
+from streaming.schema.read_model import BatchView
+from streaming.sinks.metrics_server import MetricsServer
+from streaming.sinks.monitor_health import MonitorHealth
+from streaming.sinks.state_store import STORE_EVENT_KINDS, MetricsState
 
-__all__ = ["MetricsFeed", "ClusterFeed"]
+__all__ = ["MetricsFeed", "ClusterFeed", "read_view"]
 
 
 class ClusterFeed:
@@ -66,16 +69,23 @@ class ClusterFeed:
             input_records_per_second=records / elapsed if elapsed > 0 else 0.0,
             query_restarts=self.status.restarts,
         )
-        self.state.apply_batch(table_rows(result, "groups"), partition_rows_for_metrics(result),
-                               _metric_events(result), self.health, batch_id=result.batch_id)
+        self.state.apply(read_view(result, keep_partitions=self.state.keep_partitions), self.health,
+                         batch_id=result.batch_id)
+
+
+def read_view(result: BatchResult, *, keep_partitions: bool = True) -> BatchView:
+    """The batch as the driver's read model, built once here for every reader (``/metrics``, the API, the live
+    view). Partition rows are turned into Python values only when the driver keeps them."""
+    return BatchView.of_rows(table_rows(result, "groups"),
+                             partition_rows_for_metrics(result) if keep_partitions else None, _metric_events(result))
 
 
 def _metric_events(result: BatchResult) -> list[dict]:
-    """The batch's events of the kinds the metrics act on, as rows (the others are not converted at all)."""
+    """The batch's events of the kinds the read model acts on, as rows (the others are not converted at all)."""
     events = result.tables.get("group_events")
     if events is None:
         return []
-    return events.filter(pc.is_in(events.column("kind"), pa.array(METRIC_EVENT_KINDS))).to_pylist()
+    return events.filter(pc.is_in(events.column("kind"), pa.array(STORE_EVENT_KINDS))).to_pylist()
 
 
 class MetricsFeed:

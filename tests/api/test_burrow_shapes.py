@@ -30,7 +30,7 @@ def fed() -> Fed:
 def _arrow_state(fed: Fed) -> MetricsState:
     """The same rows as the driver gets them: through Arrow (times come back as ``datetime``)."""
     view = fed.state.view()
-    groups = tables.to_table("groups", view.groups.values()).to_pylist()
+    groups = tables.to_table("groups", fed.group_rows).to_pylist()
     shards = {r["group_id"]: r["shard"] for r in groups}
     parts = [tables.partition_rows(s, shard=shards[g], now_ms=fed.now_ms) for g, s in fed.snapshots.items()]
     state = MetricsState()

@@ -156,3 +156,30 @@ def test_the_schema_checker_reports_each_kind_of_departure():
     assert problems({"group": "g", "status": "OK", "lag": -1}, ref, doc) == ["$.lag: -1 < 0"]
     assert problems({"group": "g", "status": "OK", "tags": ["a", 2]}, ref, doc) == ["$.tags[1]: 2 is not of type string"]
     assert problems(1, {"pattern": "x"}, doc) == ["$: schema keywords this checker does not know: ['pattern']"]
+
+
+def test_a_group_nobody_judged_has_a_null_status_not_ok():
+    """The model keeps a group OK while no log end offset is known for its partitions (rule ``no_end_offsets``):
+    ``/v1`` says null there, for the group and its partition, as ``status`` and ``describe`` show ``-``."""
+    from protocol import builders as b
+    from protocol.codec import decode_record, encode_record
+    from streaming.model.shard import GroupCoordinatorShard
+    from streaming.schema import tables
+    from streaming.sinks.prometheus import MetricsState
+
+    t0 = 1_800_000_000_000
+    shard = GroupCoordinatorShard(3)
+    for offset, (gid, topic) in enumerate((("unjudged", "u"), ("judged", "t"))):
+        shard.replay(offset, t0, decode_record(*encode_record(b.new_offset_commit(gid, topic, 0, 10,
+                                                                                  commit_timestamp=t0))))
+    shard.apply_heartbeat(t0 + 1_000, {("t", 0): 10})  # only topic t's end is known
+    snapshots = shard.snapshot(t0 + 2_000).groups
+    state = MetricsState()
+    state.apply_batch([tables.group_row(s, shard=3, now_ms=t0 + 2_000) for s in snapshots],
+                      [r for s in snapshots for r in tables.partition_rows(s, shard=3, now_ms=t0 + 2_000)])
+    sources = {CLUSTER: ClusterSource.of_state(CLUSTER, state)}
+    groups = {g["group"]: g for g in get(sources, f"/v1/clusters/{CLUSTER}/groups")[1]["groups"]}
+    assert (groups["unjudged"]["status"], groups["judged"]["status"]) == (None, "OK")
+    detail = get(sources, f"/v1/clusters/{CLUSTER}/groups/unjudged")[1]
+    assert detail["status"] is None and [p["status"] for p in detail["partitions"]] == [None]
+    assert [p["status"] for p in get(sources, f"/v1/clusters/{CLUSTER}/groups/judged")[1]["partitions"]] == ["OK"]

@@ -208,7 +208,7 @@ def test_the_cluster_view_is_taken_once_per_request():
         assert len(calls) == 1, path
 
 
-ALLOWED = ("streaming.api", "streaming.sinks.prometheus", "streaming.sinks.http_server", "streaming.schema",
+ALLOWED = ("streaming.api", "streaming.sinks.state_store", "streaming.sinks.http_server", "streaming.schema",
            "streaming.model")
 
 

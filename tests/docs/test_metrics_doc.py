@@ -1,4 +1,5 @@
-"""``docs/metrics.md`` against what ``/metrics`` serves: the ``METRICS`` catalogue of ``streaming/sinks/prometheus.py``.
+"""``docs/metrics.md`` against what ``/metrics`` serves: the ``METRICS`` catalogue of
+``streaming/sinks/metric_catalogue.py``.
 
 Every metric in the catalogue must have a row in the page, in the section of its scope, with its type and labels;
 every metric name the page mentions (rows, prose, example queries) must exist in the catalogue. The status codes and

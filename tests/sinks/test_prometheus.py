@@ -316,7 +316,7 @@ def test_a_view_taken_by_a_scrape_does_not_change_under_it():
     view = state.view()
     state.apply_batch([group_row(partition_count=2)], event_rows=[event("OffsetDeleted", topic="orders", partition=1)])
     state.apply_batch([group_row("g1", sum_lag=0)], [partition_row("g1", "orders", 0, 0)])
-    assert len(view.partitions["g1"]) == 3 and view.groups["g1"]["sum_lag"] == 45
+    assert len(view.partitions["g1"]) == 3 and view.groups["g1"].sum_lag == 45
     assert len(state.view().partitions["g1"]) == 1
 
 
@@ -764,3 +764,21 @@ def test_feed_reports_records_of_the_offsets_topic_per_second(monkeypatch):
     assert feed.health.input_records_per_second == 2000.0
     feed.apply(BatchResult(2, health=[step(0, records=0)]))
     assert feed.health.input_records_per_second == 0.0
+
+
+def test_a_status_nobody_judged_is_absent_rather_than_ok():
+    """No log end offset is known yet for ``unjudged`` (before the first heartbeat, or after a backfill): the model
+    keeps it OK, but an OK on /metrics would say it was judged healthy. Its status series are absent, as ``status``
+    shows ``-``; its other series stay, and a group judged OK still exports 0."""
+    state = MetricsState()
+    unknown = {"lag": None, "log_end_offset": None, "lag_seconds": None}
+    state.apply_batch([group_row("unjudged", status="OK", sum_lag=None, max_lag=None, partition_count=1, topics=[]),
+                       group_row("judged", status="OK", sum_lag=0, max_lag=0, partition_count=1, topics=[])],
+                      [{**partition_row("unjudged", "orders", 0, 0), **unknown}, partition_row("judged", "orders", 0, 0)])
+    series = scrape(state, partition_metrics=True)
+    assert value(series, "kafka_consumergroup_status", group="unjudged") is None
+    assert value(series, "kafka_consumergroup_partition_status", group="unjudged", topic="orders", partition="0") is None
+    assert value(series, "kafka_consumergroup_members", group="unjudged") == 2
+    assert value(series, "kafka_consumergroup_status", group="judged") == Status.OK.value
+    assert value(series, "kafka_consumergroup_partition_status", group="judged", topic="orders",
+                 partition="0") == Status.OK.value

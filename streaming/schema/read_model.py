@@ -1,0 +1,358 @@
+"""The driver's read model: the rows of ``tables.py`` turned once into typed records that every reader shares.
+
+A micro-batch brings group rows (``GROUPS``), partition rows (``LAG``) and event rows (``GROUP_EVENTS``), either as
+``tables.group_row`` builds them (times in epoch ms) or as read back from Arrow or Delta (times as ``datetime``).
+This module is the only place that reads those rows by column name and coerces their values: ``/metrics``, the
+HTTP API, the demo's live view and ``groupscope status`` read :class:`GroupView`, :class:`PartitionView` and
+:class:`GroupActivity` attributes, so a renamed column fails here, loudly, instead of turning into a silent ``None``
+in one reader.
+
+Two meanings are settled here once for all readers:
+
+* **Not judged.** The model keeps a partition OK while no log end offset is known for it (rule ``no_end_offsets``
+  in docs/verdicts.md). A status that is OK only for that reason is ``None`` here ("not judged"), for a partition
+  (its lag unknown) and for a group (its summed lag unknown); REWIND and ERR need no end offsets and stay as they
+  are. An unknown status name (a newer job's) is ``None`` too.
+* **Recent activity.** Rebalances and verdicts "lately" are counted from the event rows' own times over one window
+  (:data:`RECENT_WINDOW_MS`, an hour), the same for the live view and ``status``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from streaming.model.events import VERDICT_OF_KIND
+from streaming.model.rules import Status
+
+__all__ = ["MemberView", "TopicLagView", "GroupView", "PartitionView", "GroupActivity", "RECENT_WINDOW_MS",
+           "ACTIVITY_EVENT_KINDS", "BatchView", "epoch_ms", "judged_status", "group_activity"]
+
+# The window of "lately": rebalances counted and verdicts shown as news (``status``'s REBALANCES 1H, the live
+# view's REB).
+RECENT_WINDOW_MS = 3_600_000
+
+# The event kinds that make a group's recent activity: its rebalances and its rebalance verdicts.
+ACTIVITY_EVENT_KINDS: tuple[str, ...] = ("Rebalance", *VERDICT_OF_KIND)
+
+
+def epoch_ms(value: Any) -> int | None:
+    """A row time as epoch milliseconds: epoch ms (``tables.group_row``), ``datetime`` (Arrow, Delta), pandas
+    ``Timestamp``, or None (also for NaN)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return round(value.timestamp() * 1000)
+    if hasattr(value, "timestamp"):
+        return round(float(value.timestamp()) * 1000)
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value)
+    return int(value)
+
+
+def _int(value: Any) -> int | None:
+    if value is None:
+        return None
+    f = float(value)
+    return None if math.isnan(f) else int(f)
+
+
+def _float(value: Any) -> float | None:
+    if value is None:
+        return None
+    f = float(value)
+    return None if math.isnan(f) else f
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _interned(value: Any) -> str | None:
+    """Member ids and reasons repeat across a group's partitions: one string each, not one per partition."""
+    return sys.intern(str(value)) if value else None
+
+
+def judged_status(name: Any, lag: int | None) -> Status | None:
+    """The status by name, or None where it is OK only because no log end offset is known (``lag`` is None) or
+    the name is not one this version knows."""
+    if not name:
+        return None
+    try:
+        status = Status[str(name)]
+    except KeyError:
+        return None
+    return None if status is Status.OK and lag is None else status
+
+
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    """One member of a group as its row describes it."""
+
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None
+    partitions: int  # partitions assigned to it
+    member_epoch: int | None
+    state: str | None
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> MemberView:
+        return cls(str(row.get("member_id") or ""), str(row.get("client_id") or ""), str(row.get("host") or ""),
+                   _text(row.get("instance_id")), _int(row.get("partitions")) or 0, _int(row.get("member_epoch")),
+                   _text(row.get("state")))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLagView:
+    """A group's lag rolled up over its partitions of one topic."""
+
+    topic: str
+    sum_lag: int | None
+    max_lag: int | None
+    max_lag_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """One group as the latest batch left it: what ``/metrics``, the API, the live view and ``status`` show.
+
+    Counters are 0 where the row has none (a group starts at 0, so the first increase is one ``rate()`` sees);
+    figures that may be unknown (lag, generation, times) are None. Times are epoch milliseconds.
+    """
+
+    group_id: str
+    shard: int | None = None
+    group_type: str | None = None
+    state: str | None = None
+    protocol_type: str | None = None
+    assignor: str | None = None
+    generation: int | None = None
+    assignment_epoch: int | None = None
+    leader: str | None = None
+    member_count: int | None = None
+    members: tuple[MemberView, ...] = ()
+    partition_count: int | None = None
+    topics: tuple[TopicLagView, ...] = ()
+    sum_lag: int | None = None
+    max_lag: int | None = None
+    max_lag_seconds: float | None = None
+    max_lag_seconds_lower_bound: bool = False
+    status: Status | None = None  # None: not judged (see the module's docstring)
+    status_reason: str | None = None
+    data_loss_partitions: int = 0
+    rebalances: int = 0
+    storms: int = 0
+    rolling_restarts: int = 0
+    scale_outs: int = 0
+    scale_ins: int = 0
+    storm_active: bool = False
+    partitions_moved: int = 0
+    last_partitions_moved: int | None = None
+    rebalance_causes: tuple[tuple[str, int], ...] = ()  # (cause, rebalances)
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    last_rebalance_ms: int | None = None
+    last_commit_ms: int | None = None
+    state_since_ms: int | None = None
+    is_simple: bool = False
+    deleted: bool = False
+    updated_ms: int | None = None
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> GroupView:
+        """The group of a ``GROUPS`` row (columns a table written by an older version lacks are None).
+
+        Raises:
+            ValueError: the row has no ``group_id``.
+        """
+        gid = row.get("group_id")
+        if not gid:
+            raise ValueError(f"row without group_id: {dict(row)!r}")
+        sum_lag = _int(row.get("sum_lag"))
+        return cls(
+            group_id=str(gid),
+            shard=_int(row.get("shard")),
+            group_type=_text(row.get("group_type")),
+            state=_text(row.get("state")),
+            protocol_type=_text(row.get("protocol_type")),
+            assignor=_text(row.get("assignor")),
+            generation=_int(row.get("generation")),
+            assignment_epoch=_int(row.get("assignment_epoch")),
+            leader=_text(row.get("leader")),
+            member_count=_int(row.get("member_count")),
+            members=tuple(MemberView.of_row(m) for m in row.get("members") or ()),
+            partition_count=_int(row.get("partition_count")),
+            topics=tuple(TopicLagView(str(t["topic"]), _int(t.get("sum_lag")), _int(t.get("max_lag")),
+                                      _float(t.get("max_lag_seconds"))) for t in row.get("topics") or ()),
+            sum_lag=sum_lag,
+            max_lag=_int(row.get("max_lag")),
+            max_lag_seconds=_float(row.get("max_lag_seconds")),
+            max_lag_seconds_lower_bound=bool(row.get("max_lag_seconds_lower_bound")),
+            status=judged_status(row.get("status"), sum_lag),
+            status_reason=_text(row.get("status_reason")),
+            data_loss_partitions=_int(row.get("data_loss_partitions")) or 0,
+            rebalances=_int(row.get("rebalances")) or 0,
+            storms=_int(row.get("storms")) or 0,
+            rolling_restarts=_int(row.get("rolling_restarts")) or 0,
+            scale_outs=_int(row.get("scale_outs")) or 0,
+            scale_ins=_int(row.get("scale_ins")) or 0,
+            storm_active=bool(row.get("storm_active")),
+            partitions_moved=_int(row.get("partitions_moved")) or 0,
+            last_partitions_moved=_int(row.get("last_partitions_moved")),
+            rebalance_causes=tuple((str(c["cause"]), _int(c.get("rebalances")) or 0)
+                                   for c in row.get("rebalance_causes") or ()),
+            verdict=_text(row.get("verdict")) or None,
+            verdict_reason=_text(row.get("verdict_reason")) or None,
+            last_rebalance_ms=epoch_ms(row.get("last_rebalance_time")),
+            last_commit_ms=epoch_ms(row.get("last_commit_time")),
+            state_since_ms=epoch_ms(row.get("state_time")),
+            is_simple=bool(row.get("is_simple")),
+            deleted=bool(row.get("deleted")),
+            updated_ms=epoch_ms(row.get("updated_time")),
+        )
+
+    @property
+    def judged(self) -> bool:
+        """Whether the group has a status: False while no log end offset is known for its partitions."""
+        return self.status is not None
+
+    def members_by_id(self) -> dict[str, MemberView]:
+        return {m.member_id: m for m in self.members if m.member_id}
+
+
+class PartitionView(NamedTuple):
+    """One committed partition of a group, as the partition series and the API need it (a NamedTuple: a driver may
+    hold one per partition of every group, and a tuple is a fraction of a row dict's size)."""
+
+    lag: int | None
+    lag_seconds: float | None
+    committed_offset: int | None
+    log_end_offset: int | None
+    status: Status | None  # None: not judged (no log end offset known) or a status this version does not know
+    owner: str | None = None  # member id holding the partition
+    commit_ms: int | None = None  # epoch ms of the committed offset's commit
+    lag_seconds_lower_bound: bool = False
+    data_loss_risk: bool = False
+    status_reason: str | None = None
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> PartitionView:
+        lag = _int(row.get("lag"))
+        return cls(lag, _float(row.get("lag_seconds")), _int(row.get("committed_offset")),
+                   _int(row.get("log_end_offset")), judged_status(row.get("status"), lag),
+                   _interned(row.get("owner")), epoch_ms(row.get("commit_time")),
+                   bool(row.get("lag_seconds_lower_bound")), bool(row.get("data_loss_risk")),
+                   _interned(row.get("status_reason")))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupActivity:
+    """A group's recent rebalances and verdicts, and its newest event, from event rows (times in epoch ms)."""
+
+    rebalance_ms: tuple[int, ...] = ()
+    last_verdict_ms: int | None = None
+    last_event_ms: int | None = None
+    last_event_kind: str | None = None
+
+    def rebalances_since(self, since_ms: int) -> int:
+        return sum(1 for t in self.rebalance_ms if t >= since_ms)
+
+    def verdict_since(self, since_ms: int) -> bool:
+        return self.last_verdict_ms is not None and self.last_verdict_ms >= since_ms
+
+    def with_event(self, kind: str, at_ms: int) -> GroupActivity:
+        out = self
+        if kind == "Rebalance":
+            out = replace(out, rebalance_ms=(*out.rebalance_ms, at_ms))
+        elif kind in VERDICT_OF_KIND and (out.last_verdict_ms is None or at_ms > out.last_verdict_ms):
+            out = replace(out, last_verdict_ms=at_ms)
+        if out.last_event_ms is None or at_ms >= out.last_event_ms:
+            out = replace(out, last_event_ms=at_ms, last_event_kind=kind)
+        return out
+
+    def merged(self, newer: GroupActivity) -> GroupActivity:
+        """This activity followed by ``newer``'s (a later batch's)."""
+        verdicts = [t for t in (self.last_verdict_ms, newer.last_verdict_ms) if t is not None]
+        last = newer if newer.last_event_ms is not None and (
+            self.last_event_ms is None or newer.last_event_ms >= self.last_event_ms) else self
+        return GroupActivity((*self.rebalance_ms, *newer.rebalance_ms), max(verdicts, default=None),
+                             last.last_event_ms, last.last_event_kind)
+
+    def since(self, since_ms: int) -> GroupActivity:
+        """Only the rebalances at or after ``since_ms`` (older ones can no longer be counted as recent)."""
+        kept = tuple(t for t in self.rebalance_ms if t >= since_ms)
+        return self if len(kept) == len(self.rebalance_ms) else replace(self, rebalance_ms=kept)
+
+
+def group_activity(events: Iterable[Mapping[str, Any]], *, since_ms: int | None = None) -> dict[str, GroupActivity]:
+    """Each group's activity from ``GROUP_EVENTS`` rows (``group_id``, ``kind``, ``event_time``); events without a
+    group or a time, or before ``since_ms``, are left out."""
+    out: dict[str, GroupActivity] = {}
+    for e in events:
+        gid, at = e.get("group_id"), epoch_ms(e.get("event_time"))
+        if not gid or at is None or (since_ms is not None and at < since_ms):
+            continue
+        out[gid] = out.get(gid, _NONE).with_event(str(e.get("kind")), at)
+    return out
+
+
+_NONE = GroupActivity()
+
+
+@dataclass(frozen=True, slots=True)
+class BatchView:
+    """What one micro-batch changes in the driver's read model, built once from its rows.
+
+    ``partitions``: per group that has partition rows in the batch, all of its partitions (they replace the
+    group's previous ones). ``deletions``: groups a ``GroupDeleted`` or ``OffsetDeleted`` event names (removed
+    unless the batch also has a live row for them); ``offsets_deleted``: ``(group, topic, partition)`` of each
+    ``OffsetDeleted``. ``anomalies``: ``Anomaly`` events. ``activity``: the batch's rebalances and verdicts.
+    """
+
+    groups: tuple[GroupView, ...] = ()
+    partitions: Mapping[str, Mapping[tuple[str, int], PartitionView]] = field(default_factory=dict)
+    deletions: frozenset[str] = frozenset()
+    offsets_deleted: tuple[tuple[str, str, int], ...] = ()
+    anomalies: int = 0
+    activity: Mapping[str, GroupActivity] = field(default_factory=dict)
+
+    @classmethod
+    def of_rows(cls, group_rows: Iterable[Mapping[str, Any]] = (),
+                partition_rows: Iterable[Mapping[str, Any]] | None = None,
+                event_rows: Iterable[Mapping[str, Any]] = ()) -> BatchView:
+        """The batch of ``GROUPS``, ``LAG`` and ``GROUP_EVENTS`` rows (any may be empty).
+
+        Raises:
+            ValueError: a row without ``group_id``, or a partition row without topic or partition.
+        """
+        groups = tuple(GroupView.of_row(r) for r in group_rows)
+        partitions: dict[str, dict[tuple[str, int], PartitionView]] = {}
+        for r in partition_rows or ():
+            gid = r.get("group_id")
+            if not gid:
+                raise ValueError(f"row without group_id: {dict(r)!r}")
+            if r.get("topic") is None or r.get("partition") is None:
+                raise ValueError(f"partition row of group {gid!r} without topic/partition")
+            partitions.setdefault(str(gid), {})[(str(r["topic"]), int(r["partition"]))] = PartitionView.of_row(r)
+        events = list(event_rows)
+        deletions: set[str] = set()
+        offsets: list[tuple[str, str, int]] = []
+        anomalies = 0
+        for e in events:
+            kind, gid = e.get("kind"), e.get("group_id")
+            if kind == "Anomaly":
+                anomalies += 1
+            elif gid and kind in ("GroupDeleted", "OffsetDeleted"):
+                deletions.add(str(gid))
+                if kind == "OffsetDeleted" and e.get("topic") is not None and e.get("partition") is not None:
+                    offsets.append((str(gid), str(e["topic"]), int(e["partition"])))
+        return cls(groups, partitions, frozenset(deletions), tuple(offsets), anomalies,
+                   group_activity(e for e in events if e.get("kind") in ACTIVITY_EVENT_KINDS))

@@ -1,0 +1,59 @@
+"""The demo's live view and ``groupscope status`` show one group the same way: both build their rows from the
+driver's typed read model with one function, so their REB / REBALANCES 1H columns count the same rebalances."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pyarrow as pa
+
+from streaming.commands.demo_stack import _group_rows
+from streaming.commands.status_view import load_status
+from streaming.model import events as ev
+from streaming.model.states import GroupType
+from streaming.schema.tables import GROUPS, event_row
+from streaming.sinks.delta import DeltaSink
+from streaming.sinks.prometheus import MetricsState
+
+
+def _rebalance(at_ms: int, generation: int) -> ev.Rebalance:
+    return ev.Rebalance("orders-app", generation, at_ms, GroupType.CLASSIC, generation, generation - 1, (), 2, 2,
+                        0, 2, 60.0)
+
+
+def test_the_live_view_counts_the_rebalances_of_the_last_hour_as_status_does(tmp_path):
+    """The model has counted 5 rebalances since the group formed; 3 are in the events here, of which 2 came in the
+    last hour. ``status`` says 2 (REBALANCES 1H); the live view's REB column must say 2 as well, not 5."""
+    now_ms = int(time.time() * 1000)
+    group = dict.fromkeys(GROUPS.names)
+    group.update(group_id="orders-app", shard=1, group_type="CLASSIC", state="STABLE", member_count=2, members=[],
+                 topics=[], partition_count=1, sum_lag=0, max_lag=0, status="OK", rebalances=5, deleted=False,
+                 updated_time=now_ms)
+    events = [event_row(_rebalance(now_ms - offset_ms, 10 + i), shard=1)
+              for i, offset_ms in enumerate((2 * 3_600_000, 30 * 60_000, 10 * 60_000))]
+
+    state = MetricsState()
+    state.apply_batch([group], event_rows=events, batch_id=0)
+    (live,) = _group_rows(state.view(), {})
+
+    sink = DeltaSink(tmp_path, app_id="t")
+    sink.write_batch(0, {"groups": pa.Table.from_pylist([group], schema=GROUPS),
+                         "group_events": pa.Table.from_pylist(events)})
+    (shown,) = load_status(str(tmp_path), now=dt.datetime.fromtimestamp(now_ms / 1000, dt.timezone.utc))
+
+    assert shown["rebalances_1h"] == 2
+    assert live["rebalances_1h"] == shown["rebalances_1h"]
+
+
+def test_a_rerun_batch_does_not_count_its_rebalances_twice():
+    """Spark re-runs a failed micro-batch with the same id: the live view must not see its rebalances twice."""
+    now_ms = int(time.time() * 1000)
+    group = dict.fromkeys(GROUPS.names)
+    group.update(group_id="orders-app", group_type="CLASSIC", state="STABLE", sum_lag=0, status="OK", rebalances=1)
+    events = [event_row(_rebalance(now_ms - 60_000, 2), shard=1)]
+    state = MetricsState()
+    state.apply_batch([group], event_rows=events, batch_id=7)
+    state.apply_batch([group], event_rows=events, batch_id=7)
+    (live,) = _group_rows(state.view(), {})
+    assert live["rebalances_1h"] == 1
