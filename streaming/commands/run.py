@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -74,6 +75,25 @@ def exit_unless_java(command: str) -> None:
     if problem is not None:
         click.echo(f"groupscope {command}: {problem}", err=True)
         sys.exit(1)
+
+
+def defaults_line(settings) -> str | None:
+    """With no Kafka named (no --config, --bootstrap or GROUPSCOPE_KAFKA_BOOTSTRAP), ``run`` goes to the default
+    localhost:9092 and creates a topic there: the line that says so, and where the tables and the checkpoint go,
+    before it starts. None when a Kafka was named."""
+    default_kafka = type(settings).model_fields["kafka"].default_factory()["bootstrap.servers"]
+    if settings.clusters or settings.kafka.get("bootstrap.servers") != default_kafka:
+        return None
+    hb = settings.heartbeat
+    writes = (f"creates the topic {hb.topic} if missing and writes end offsets to it every {hb.interval_seconds:g} "
+              "s" if hb.enabled else "writes nothing to it")
+
+    def where(path: str) -> str:
+        return path if "://" in path else str(Path(path).resolve())
+
+    return (f"no Kafka configured (--bootstrap, --config or GROUPSCOPE_KAFKA_BOOTSTRAP): reading Kafka at the default "
+            f"{default_kafka}, where groupscope {writes}; Delta tables in {where(settings.delta.path)}, checkpoint in "
+            f"{where(settings.spark.checkpoint)}")
 
 
 _common = [
@@ -160,6 +180,9 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
             click.echo(f"groupscope run: {message}", err=True)
         sys.exit(1)
 
+    said = defaults_line(settings)
+    if said is not None:  # before anything connects, so that nothing is written anywhere unannounced
+        logging.getLogger("groupscope.run").warning("%s", said)
     from streaming.spark.java import java_problem
 
     problem = java_problem()

@@ -66,3 +66,21 @@ def test_a_java_older_than_17_is_named(tmp_path):
                      env=_env(tmp_path, JAVA_HOME=str(home), GROUPSCOPE_DEMO_DIR=str(tmp_path / "demo")))
     _one_line_saying_java_17(result)
     assert "Java 11" in result.stderr
+
+
+def test_run_with_no_kafka_named_says_what_it_will_write_and_where_first(tmp_path):
+    """Nothing configured, ``run`` would go to localhost:9092 and create its heartbeat topic there: it says so, with
+    where the tables and the checkpoint go, before anything else (here, before it stops for the missing Java, so the
+    test connects to nothing)."""
+    env = _env(tmp_path)
+    result = run_cli("run", "--metrics-port", "0", env=env, cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 2, result.stderr
+    assert lines[0].endswith(
+        "WARNING groupscope.run: no Kafka configured (--bootstrap, --config or GROUPSCOPE_KAFKA_BOOTSTRAP): reading "
+        "Kafka at the default localhost:9092, where groupscope creates the topic groupscope-heartbeat if "
+        f"missing and writes end offsets to it every 5 s; Delta tables in {tmp_path / 'groupscope-data' / 'delta'}, "
+        f"checkpoint in {tmp_path / 'groupscope-data' / 'checkpoint'}"), lines[0]
+    assert "Java 17" in lines[1]
+    named = run_cli("run", "--bootstrap", "127.0.0.1:1", "--metrics-port", "0", env=env, cwd=tmp_path)
+    assert "no Kafka configured" not in named.stderr and len(named.stderr.strip().splitlines()) == 1
