@@ -7,9 +7,11 @@ member (committing its other partitions) from a stopped one. Thresholds adapt to
 so a consumer that commits every second is flagged within a minute of stopping and a batch job that commits every
 ten minutes is not flagged for being slow to commit.
 
-The order of :data:`RULES` is the decision table; each row's docstring (and docs/verdicts.md) gives its reason.
-Everything is an argument: the commit window, the end-offset history, the ownership facts, ``now`` and the previous
-status (for hysteresis: WARN holds until the consumer is catching up, so a lagging consumer does not flap).
+:data:`RULES` is the decision table, and the code runs it: each row is a named predicate over :class:`Facts`, a
+status and a reason template; :func:`evaluate_partition` tries the rows in order and the first that holds decides
+(docs/verdicts.md explains each row, in the same order: a test checks it). Everything is an argument: the commit
+window, the end-offset history, the ownership facts, ``now`` and the previous status (for hysteresis: WARN holds
+until the consumer is catching up, so a lagging consumer does not flap).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import enum
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Sequence
+from functools import cached_property
+from types import SimpleNamespace
+from typing import Callable, Sequence
 
-__all__ = ["Status", "Thresholds", "Ownership", "Verdict", "evaluate_partition", "group_status", "RULES",
-           "commit_cadence_ms", "UNKNOWN_OWNERSHIP", "shown_status", "UNJUDGED_REASON"]
+__all__ = ["Status", "Thresholds", "Ownership", "Verdict", "Facts", "Rule", "evaluate_partition", "group_status",
+           "RULES", "commit_cadence_ms", "UNKNOWN_OWNERSHIP", "shown_status", "UNJUDGED_REASON"]
 
 
 class Status(enum.IntEnum):
@@ -227,9 +231,13 @@ def is_data_loss(committed: int, low_watermark: int) -> bool:
     return low_watermark >= 0 and committed < low_watermark
 
 
+DATA_LOSS_REASON = ("committed offset {f.committed} is below the log start {f.low_watermark}: records were deleted "
+                    "before this group read them")
+
+
 def data_loss_reason(committed: int, low_watermark: int) -> str:
-    return (f"committed offset {committed} is below the log start {low_watermark}: records were deleted before this "
-            "group read them")
+    """The data-loss reason without the other facts (while replaying history, when no other rule is tried)."""
+    return DATA_LOSS_REASON.format(f=SimpleNamespace(committed=committed, low_watermark=low_watermark))
 
 
 def is_rewind(offsets) -> bool:
@@ -313,6 +321,241 @@ def is_gaining(offsets, ends) -> bool:
     return latest < before
 
 
+class Facts:
+    """What the rules read about one group-partition at one evaluation: the arguments of
+    :func:`evaluate_partition`, and the figures derived from them, each worked out on first use (most partitions
+    are caught up, decided before any cadence or trend is needed). Reason templates name these attributes."""
+
+    def __init__(self, offsets: Sequence[tuple[int, int]], ends: Sequence[tuple[int, int]], current_lag: int | None,
+                 now_ms: int, th: Thresholds, low_watermark: int, ownership: Ownership, previous: Status | None,
+                 cadence_ms: float | None) -> None:
+        self.offsets, self.ends, self.lag, self.now_ms, self.th = offsets, ends, current_lag, now_ms, th
+        self.low_watermark, self.ownership, self.previous, self._cadence_ms = low_watermark, ownership, previous, \
+            cadence_ms
+        self.last_commit_ms, self.committed = offsets[-1]
+        self.owner = ownership.owner_label
+
+    @cached_property
+    def cadence(self) -> float | None:
+        """The group's usual commit interval, else this partition's own (None: a single commit so far)."""
+        return self._cadence_ms if self._cadence_ms is not None else commit_cadence_ms(self.offsets)
+
+    @cached_property
+    def stop_after(self) -> float:
+        """No-commit time before STOP. A single commit says nothing of how often this consumer commits. A job that
+        commits on a timer (a stream processor's checkpoints, a batch job) must not be STOP before its second
+        commit: it gets ``stop_first_interval_ms``, and a member in the group at least what Kafka allows it
+        between two polls. A consumer that dies instead empties its group (STOP by ``no_members``, which does not
+        wait for this), so the longer wait delays only a member stuck inside its first interval, or a simple group
+        gone after one commit."""
+        th = self.th
+        stop_after = th.stop_after(self.cadence)
+        if self.cadence is None:
+            first = max(th.stop_first_interval_ms, self.ownership.owner_poll_timeout_ms or 0)
+            stop_after = max(stop_after, float(min(first, th.stop_max_ms)))
+        return stop_after
+
+    @cached_property
+    def warn_after(self) -> float:
+        return self.th.warn_after(self.cadence)
+
+    @cached_property
+    def behind_ms(self) -> float:
+        """How long ago the end passed the committed offset (0: it has not)."""
+        passed = _passed_at(self.ends, self.committed)
+        return 0 if passed is None else self.now_ms - passed
+
+    @property
+    def idle_ms(self) -> int:
+        return self.now_ms - self.last_commit_ms
+
+    @property
+    def quiet_s(self) -> float:
+        return self.idle_ms / 1000.0
+
+    @property
+    def peak(self) -> int:
+        return max(off for _, off in self.offsets)
+
+    @property
+    def group_empty(self) -> bool:
+        return self.ownership.membership_known and self.ownership.group_empty
+
+    @cached_property
+    def silent_too_long(self) -> bool:
+        """No commit on this partition for longer than the group's cadence allows while it fell behind (a group
+        without members is judged by ``no_members`` instead)."""
+        return not self.group_empty and self.idle_ms > self.stop_after and self.behind_ms > self.stop_after
+
+    @property
+    def owner_recent(self) -> bool:
+        """The owner committed another of its partitions within the STOP time."""
+        owner_ms = self.ownership.owner_last_commit_ms
+        return owner_ms is not None and self.now_ms - owner_ms <= self.stop_after
+
+    @property
+    def owner_settled(self) -> bool:
+        """The partition has not just moved to its owner: the group has not rebalanced within the STOP time."""
+        since = self.ownership.assigned_since_ms
+        return since is None or self.now_ms - since > self.stop_after
+
+    @cached_property
+    def stalled(self) -> bool:
+        return is_stalled(self.offsets, self.ends, self.now_ms, self.stop_after, self.th)
+
+    @property
+    def stalled_s(self) -> float:
+        """Seconds between the first and the last of the same-offset commits of a stall."""
+        return (self.last_commit_ms - self.offsets[-self.th.min_window][0]) / 1000.0
+
+    @property
+    def returning(self) -> bool:
+        """Kafka was away and is back less than the STOP time ago, and this partition's last commit is older than
+        its return: the first heartbeat moved the clock over the whole outage, during which nobody could commit."""
+        outage = self.ownership.kafka_outage
+        return outage is not None and self.last_commit_ms < outage[1] and self.now_ms - outage[1] < self.stop_after
+
+    @property
+    def outage_s(self) -> float:
+        outage = self.ownership.kafka_outage
+        return 0.0 if outage is None else (outage[1] - outage[0]) / 1000.0
+
+    @property
+    def since_return_s(self) -> float:
+        outage = self.ownership.kafka_outage
+        return 0.0 if outage is None else (self.now_ms - outage[1]) / 1000.0
+
+    @property
+    def kept(self) -> Status:
+        """The status before (OK for a first evaluation)."""
+        return self.previous if self.previous is not None else Status.OK
+
+    @property
+    def owner_silent_s(self) -> float:
+        return (self.ownership.owner_silent_ms or 0) / 1000.0
+
+    @cached_property
+    def trend(self) -> tuple[float, int] | None:
+        """``(horizon ms, lag a horizon ago)`` while the consumer is far enough behind for a trend to matter (None:
+        not, or no end offset known then).
+
+        Hysteresis: WARN is entered at warn_after behind and left only below half of it (or when catching up), so
+        the saw-tooth of time behind between two commits cannot flip it back and forth. A single commit tells no
+        trend: between two commits lag always grows (the committed offset stands still while the end moves), so a
+        consumer back from an outage gets ``first_interval_ms`` for its second commit to say whether it gains or
+        loses ground. The lag is compared with the one a horizon ago, or at the oldest commit the window still
+        holds if that is later (before it, the committed offset is not known)."""
+        th = self.th
+        holding = self.previous == Status.WARN
+        if not ((self.cadence is not None or self.idle_ms >= th.first_interval_ms)
+                and self.behind_ms >= (self.warn_after / 2 if holding else self.warn_after)):
+            return None
+        horizon = trend_horizon_ms(self.cadence, th, self.now_ms, self.ends[0][0] if self.ends else None)
+        then = max(self.now_ms - horizon, self.offsets[0][0])
+        end_then = _end_at(self.ends, then)
+        if end_then is None:
+            return None
+        return horizon, max(0, end_then - _committed_at(self.offsets, then))
+
+    @property
+    def falling_behind(self) -> bool:
+        """Growing (and not gaining at the latest commit) while ``warn_after`` behind, or WARN already and not
+        catching up (lag down by the catching-up ratio over the horizon)."""
+        if self.trend is None:
+            return False
+        lag_then = self.trend[1]
+        growing = self.lag > lag_then and not is_gaining(self.offsets, self.ends)
+        catching_up = self.lag < lag_then * self.th.catching_up_ratio
+        return (growing and self.behind_ms >= self.warn_after) or (self.previous == Status.WARN and not catching_up)
+
+    @property
+    def lag_then(self) -> int | None:
+        return None if self.trend is None else self.trend[1]
+
+    @property
+    def horizon_s(self) -> float:
+        return 0.0 if self.trend is None else self.trend[0] / 1000.0
+
+    @property
+    def stop_after_s(self) -> float:
+        return self.stop_after / 1000.0
+
+    @property
+    def behind_s(self) -> float:
+        return self.behind_ms / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One row of the decision table: a named predicate over :class:`Facts`, the status it gives (None: the
+    status before is kept) and the reason, a template formatted with the facts (``{f.lag}``)."""
+
+    name: str
+    status: Status | None
+    when: Callable[[Facts], bool]
+    reason: str
+
+    def verdict(self, f: Facts) -> Verdict:
+        return Verdict(f.kept if self.status is None else self.status, self.name, self.reason.format(f=f))
+
+
+_S = Status
+# The decision table, tried in this order, first match wins; docs/verdicts.md explains each row (a test checks
+# that it names them in this order). A row may rely on the rows above it not having matched.
+RULES: tuple[Rule, ...] = (
+    Rule("data_loss", _S.ERR, lambda f: is_data_loss(f.committed, f.low_watermark), DATA_LOSS_REASON),
+    Rule("no_end_offsets", _S.OK, lambda f: f.lag is None, "no end offsets known yet"),
+    Rule("rewind", _S.REWIND, lambda f: is_rewind(f.offsets),
+         "committed offset went back from {f.peak} to {f.committed}"),
+    Rule("caught_up", _S.OK, lambda f: is_caught_up(f.lag, f.th), "caught up"),
+    # Kafka was away and is back: until the consumers have had their usual STOP time since, the status before is
+    # kept.
+    Rule("kafka_returning", None, lambda f: f.returning,
+         "Kafka was unavailable for {f.outage_s:.0f} s until {f.since_return_s:.0f} s ago; its consumers get "
+         "{f.stop_after_s:.0f} s to commit again ({f.kept.name} kept, {f.lag} behind)"),
+    # No members at all: nothing is consuming. A short grace lets a one-member group restart.
+    Rule("no_members", _S.STOP,
+         lambda f: f.group_empty and f.behind_ms > f.th.empty_group_grace_ms and f.idle_ms > f.th.empty_group_grace_ms,
+         "the group has no members; {f.lag} behind, last commit {f.quiet_s:.0f} s ago"),
+    Rule("stopped", _S.STOP,
+         lambda f: f.silent_too_long and not (f.ownership.membership_known and f.ownership.assignment_known),
+         "no commit for {f.quiet_s:.0f} s while {f.lag} behind"),
+    Rule("unsubscribed", _S.STOP,
+         lambda f: f.silent_too_long and f.ownership.owner is None and not f.ownership.topic_subscribed,
+         "no member subscribes to this topic any more (offsets left from an earlier subscription); {f.lag} "
+         "behind, last commit {f.quiet_s:.0f} s ago"),
+    Rule("unowned", _S.STOP, lambda f: f.silent_too_long and f.ownership.owner is None,
+         "no member holds this partition; no commit for {f.quiet_s:.0f} s, {f.lag} behind"),
+    # The owner commits its other partitions; unless the partition may have just moved to it (its new owner has
+    # not had it for the STOP time), one it keeps current beside this one says this one is held.
+    Rule("partition_held", _S.STOP,
+         lambda f: f.silent_too_long and f.owner_recent and f.owner_settled and keeps_lead_current(
+             f.ownership, f.now_ms, f.stop_after, f.warn_after),
+         "owner {f.owner} keeps its other partitions current but committed nothing here for {f.quiet_s:.0f} s; "
+         "{f.lag} behind: partition held (paused, or stuck on a record)"),
+    Rule("owner_busy_elsewhere", _S.WARN, lambda f: f.silent_too_long and f.owner_recent,
+         "owner {f.owner} commits its other partitions but not this one for {f.quiet_s:.0f} s; {f.lag} behind"),
+    # A stuck application's member keeps heartbeating and follows the group; this one does not.
+    Rule("silent_member", _S.STOP, lambda f: f.silent_too_long and f.ownership.owner_silent_ms is not None,
+         "owner {f.owner} stopped heartbeating at least {f.owner_silent_s:.0f} s ago (killed, crashed or cut off) "
+         "and holds the partition until its session expires; no commit for {f.quiet_s:.0f} s, {f.lag} behind"),
+    Rule("stuck_member", _S.STOP, lambda f: f.silent_too_long,
+         "owner {f.owner} is still in the group but committed nothing for {f.quiet_s:.0f} s; {f.lag} behind: "
+         "stuck consumer"),
+    Rule("waiting_turn", _S.WARN,
+         lambda f: f.stalled and is_waiting_turn(f.offsets, f.ownership, f.now_ms, f.stop_after, f.warn_after, f.th),
+         "owner {f.owner} moves its other partitions forward but commits offset {f.committed} here again and "
+         "again ({f.stalled_s:.0f} s) while lag grew to {f.lag}: a slow consumer working through its partitions "
+         "one at a time"),
+    Rule("stalled", _S.STALL, lambda f: f.stalled,
+         "offset {f.committed} committed {f.th.min_window}+ times over {f.stalled_s:.0f} s while lag grew to "
+         "{f.lag}"),
+    Rule("falling_behind", _S.WARN, lambda f: f.falling_behind,
+         "{f.behind_s:.0f} s behind; lag {f.lag_then} -> {f.lag} over the last {f.horizon_s:.0f} s"),
+    Rule("progressing", _S.OK, lambda f: True, "committing and keeping up"),
+)
+
+
 def evaluate_partition(
     offsets: Sequence[tuple[int, int]],
     ends: Sequence[tuple[int, int]],
@@ -324,7 +567,7 @@ def evaluate_partition(
     previous: Status | None = None,
     cadence_ms: float | None = None,
 ) -> Verdict:
-    """Status of one group-partition.
+    """Status of one group-partition: the first row of :data:`RULES` whose predicate holds.
 
     Args:
         offsets: the commit window, oldest first: ``(commit time ms, committed offset)``.
@@ -338,111 +581,11 @@ def evaluate_partition(
     """
     if not offsets:
         raise ValueError("evaluate_partition needs at least one commit")
-    last_commit_ms, committed = offsets[-1]
-    if is_data_loss(committed, low_watermark):
-        return Verdict(Status.ERR, "data_loss", data_loss_reason(committed, low_watermark))
-    if current_lag is None:
-        return Verdict(Status.OK, "no_end_offsets", "no end offsets known yet")
-    if is_rewind(offsets):
-        peak = max(off for _, off in offsets)
-        return Verdict(Status.REWIND, "rewind", f"committed offset went back from {peak} to {committed}")
-    if is_caught_up(current_lag, th):
-        return Verdict(Status.OK, "caught_up", "caught up")
-    cadence = cadence_ms if cadence_ms is not None else commit_cadence_ms(offsets)
-    stop_after = th.stop_after(cadence)
-    warn_after = th.warn_after(cadence)
-    if cadence is None:
-        # A single commit says nothing of how often this consumer commits. A job that commits on a timer (a stream
-        # processor's checkpoints, a batch job) must not be STOP before its second commit: it gets
-        # ``stop_first_interval_ms``, and a member in the group at least what Kafka allows it between two polls.
-        # A consumer that dies instead empties its group (STOP by ``no_members``, which does not wait for this), so
-        # the longer wait delays only a member stuck inside its first interval, or a simple group gone after one
-        # commit.
-        first = max(th.stop_first_interval_ms, ownership.owner_poll_timeout_ms or 0)
-        stop_after = max(stop_after, float(min(first, th.stop_max_ms)))
-    passed = _passed_at(ends, committed)
-    behind_ms = 0 if passed is None else now_ms - passed
-    idle_ms = now_ms - last_commit_ms
-    quiet_s = idle_ms / 1000.0
-    outage = ownership.kafka_outage
-    if outage is not None and last_commit_ms < outage[1] and now_ms - outage[1] < stop_after:
-        # Kafka was away and is back: the first heartbeat moved the clock over the whole outage, during which no
-        # consumer could commit. Until they have had their usual STOP time since, the status before is kept.
-        held = previous if previous is not None else Status.OK
-        return Verdict(held, "kafka_returning",
-                       f"Kafka was unavailable for {(outage[1] - outage[0]) / 1000:.0f} s until "
-                       f"{(now_ms - outage[1]) / 1000:.0f} s ago; its consumers get {stop_after / 1000:.0f} s to "
-                       f"commit again ({held.name} kept, {current_lag} behind)")
-    # No members at all: nothing is consuming. A short grace lets a one-member group restart.
-    if ownership.membership_known and ownership.group_empty:
-        if behind_ms > th.empty_group_grace_ms and idle_ms > th.empty_group_grace_ms:
-            return Verdict(Status.STOP, "no_members",
-                           f"the group has no members; {current_lag} behind, last commit {quiet_s:.0f} s ago")
-    elif idle_ms > stop_after and behind_ms > stop_after:
-        # No commit on this partition for longer than the group's cadence allows while it fell behind.
-        if not ownership.membership_known or not ownership.assignment_known:
-            return Verdict(Status.STOP, "stopped",
-                           f"no commit for {quiet_s:.0f} s while {current_lag} behind")
-        if ownership.owner is None and not ownership.topic_subscribed:
-            return Verdict(Status.STOP, "unsubscribed",
-                           f"no member subscribes to this topic any more (offsets left from an earlier "
-                           f"subscription); {current_lag} behind, last commit {quiet_s:.0f} s ago")
-        if ownership.owner is None:
-            return Verdict(Status.STOP, "unowned",
-                           f"no member holds this partition; no commit for {quiet_s:.0f} s, {current_lag} behind")
-        owner_ms = ownership.owner_last_commit_ms
-        if owner_ms is not None and now_ms - owner_ms <= stop_after:
-            # ... unless the partition may have just moved to it: its new owner has not had the STOP time with it.
-            settled = ownership.assigned_since_ms is None or now_ms - ownership.assigned_since_ms > stop_after
-            if settled and keeps_lead_current(ownership, now_ms, stop_after, warn_after):
-                return Verdict(Status.STOP, "partition_held",
-                               f"owner {ownership.owner_label} keeps its other partitions current but committed "
-                               f"nothing here for {quiet_s:.0f} s; {current_lag} behind: partition held (paused, "
-                               "or stuck on a record)")
-            return Verdict(Status.WARN, "owner_busy_elsewhere",
-                           f"owner {ownership.owner_label} commits its other partitions but not this one for "
-                           f"{quiet_s:.0f} s; {current_lag} behind")
-        if ownership.owner_silent_ms is not None:
-            # A stuck application's member keeps heartbeating and follows the group; this one does not.
-            return Verdict(Status.STOP, "silent_member",
-                           f"owner {ownership.owner_label} stopped heartbeating at least "
-                           f"{ownership.owner_silent_ms / 1000:.0f} s ago (killed, crashed or cut off) and holds the partition until its session expires; "
-                           f"no commit for {quiet_s:.0f} s, {current_lag} behind")
-        return Verdict(Status.STOP, "stuck_member",
-                       f"owner {ownership.owner_label} is still in the group but committed nothing for "
-                       f"{quiet_s:.0f} s; {current_lag} behind: stuck consumer")
-    if is_stalled(offsets, ends, now_ms, stop_after, th):
-        first = offsets[-th.min_window][0]
-        if is_waiting_turn(offsets, ownership, now_ms, stop_after, warn_after, th):
-            return Verdict(Status.WARN, "waiting_turn",
-                           f"owner {ownership.owner_label} moves its other partitions forward but commits offset "
-                           f"{committed} here again and again ({(last_commit_ms - first) / 1000:.0f} s) while lag grew "
-                           f"to {current_lag}: a slow consumer working through its partitions one at a time")
-        return Verdict(Status.STALL, "stalled",
-                       f"offset {committed} committed {th.min_window}+ times over {(last_commit_ms - first) / 1000:.0f}"
-                       f" s while lag grew to {current_lag}")
-    holding = previous == Status.WARN
-    # Hysteresis: WARN is entered at warn_after behind and left only below half of it (or when catching up), so
-    # the saw-tooth of time behind between two commits cannot flip it back and forth. A single commit tells no
-    # trend: between two commits lag always grows (the committed offset stands still while the end moves), so
-    # a consumer back from an outage gets ``first_interval_ms`` for its second commit to say whether it gains or
-    # loses ground.
-    if (cadence is not None or idle_ms >= th.first_interval_ms) and \
-            behind_ms >= (warn_after / 2 if holding else warn_after):
-        # Compare with the lag a horizon ago, or at the oldest commit the window still holds if that is later
-        # (before it, the committed offset is not known).
-        horizon = trend_horizon_ms(cadence, th, now_ms, ends[0][0] if ends else None)
-        then = max(now_ms - horizon, offsets[0][0])
-        end_then = _end_at(ends, then)
-        lag_then = None if end_then is None else max(0, end_then - _committed_at(offsets, then))
-        if lag_then is not None:
-            growing = current_lag > lag_then and not is_gaining(offsets, ends)
-            catching_up = current_lag < lag_then * th.catching_up_ratio
-            if (growing and behind_ms >= warn_after) or (holding and not catching_up):
-                return Verdict(Status.WARN, "falling_behind",
-                               f"{behind_ms / 1000:.0f} s behind; lag {lag_then} -> {current_lag} over the last "
-                               f"{horizon / 1000:.0f} s")
-    return Verdict(Status.OK, "progressing", "committing and keeping up")
+    f = Facts(offsets, ends, current_lag, now_ms, th, low_watermark, ownership, previous, cadence_ms)
+    for rule in RULES:
+        if rule.when(f):
+            return rule.verdict(f)
+    raise AssertionError("the last rule matches everything")  # pragma: no cover
 
 
 def group_status(statuses) -> Status:
@@ -461,8 +604,3 @@ def shown_status(status: str | None, lag: int | None) -> str | None:
     where no partition has a known end)."""
     return None if status == Status.OK.name and lag is None else status
 
-
-# The decision table, in evaluation order (docs/verdicts.md explains each row).
-RULES = ("data_loss", "no_end_offsets", "rewind", "caught_up", "kafka_returning", "no_members", "stopped",
-         "unsubscribed", "unowned", "partition_held", "owner_busy_elsewhere", "silent_member", "stuck_member",
-         "waiting_turn", "stalled", "falling_behind", "progressing")
