@@ -782,3 +782,15 @@ def test_a_status_nobody_judged_is_absent_rather_than_ok():
     assert value(series, "kafka_consumergroup_status", group="judged") == Status.OK.value
     assert value(series, "kafka_consumergroup_partition_status", group="judged", topic="orders",
                  partition="0") == Status.OK.value
+
+
+def test_each_metric_name_is_written_once_in_the_code():
+    """The catalogue is the one place a metric's name is written: the collector walks it, so a renamed metric cannot
+    leave an exporter behind that still writes the old name."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "streaming"
+    texts = {str(p.relative_to(root.parent)): p.read_text() for p in root.rglob("*.py")}
+    for spec in METRICS:
+        where = {path: text.count(f'"{spec.name}"') for path, text in texts.items() if f'"{spec.name}"' in text}
+        assert where == {"streaming/sinks/metric_catalogue.py": 1}, (spec.name, where)
