@@ -31,7 +31,8 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   back first, or for ``ghost_wait_ms`` while a new instance has joined beside a present one of its name (a
   restart if that one expires, an addition if not). A formation episode ends at its first departure.
 
-The verdicts, as a table (:data:`VERDICT_RULES`), first match wins:
+The verdicts, as a table (:data:`VERDICTS`, which the code runs: each row a named predicate and a reason template,
+tried in this order), first match wins:
 
 =================  =====================================================================================  ==========
 verdict            when                                                                                    reported
@@ -64,22 +65,12 @@ from __future__ import annotations
 from collections import Counter, deque
 from itertools import pairwise
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from . import events as ev
 from .state_format import build, fields_of
 
-__all__ = ["RebalanceConfig", "RebalanceJudge", "VERDICT_RULES"]
-
-VERDICT_RULES: tuple[tuple[str, str], ...] = (
-    ("storm", "repeated churn: members leaving soon after they joined, or the same identity leaving or restarting "
-              "again and again"),
-    ("storm_ended", "an active storm and a quiet period without membership changes"),
-    ("rolling_restart", "members present before restarted one at a time, each replaced, size restored"),
-    ("formation", "a new or empty group gaining its members"),
-    ("scale_out", "members added, nobody left"),
-    ("scale_in", "members removed, nobody joined"),
-)
+__all__ = ["RebalanceConfig", "RebalanceJudge", "VerdictRule", "VERDICTS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +415,7 @@ class RebalanceJudge:
             j.storm_gap = max(j.storm_gap, ts - j.storm_last_churn)
             j.storm_last_churn, j.storm_last_offset = ts, offset
             j.storm_rebalances += 1
-        elif len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
+        elif _STORM.when(_Case(self, j, None, ts, flaps=flaps)):
             out.append(self._start_storm(gid, j, flaps, offset, ts))
             return out
         if j.storm_since is None and ep is not None:
@@ -479,25 +470,11 @@ class RebalanceJudge:
     def _start_storm(self, gid: str, j: _GroupJudgement, flaps: int, offset: int, ts: int) -> ev.Event:
         """The storm the window's churn and flaps make, called at ``ts`` (a rebalance's record, or the moment a
         member's silence became certain), carrying ``offset`` (that of the last churn rebalance)."""
-        cfg = self.config
         j.storm_since, j.storm_last_churn, j.storm_last_offset = j.churn[0], j.churn[-1], offset
         j.storm_rebalances = len(j.churn)
         j.storm_gap = max((b - a for a, b in pairwise(j.churn)), default=0)
         j.episode = None
-        silent = " or going silent" if j.silenced else ""
-        # Several members can leave in one rebalance: the flaps are counted on their own, not as a share of the
-        # rebalances.
-        reason = (f"{len(j.churn)} rebalances changing membership in {(ts - j.churn[0]) / 1000:.0f} s; "
-                  f"{flaps} flaps (a member leaving{silent} within {cfg.flap_lifetime_ms // 1000} s of joining, "
-                  f"or the same member leaving or restarting again)")
-        # Who keeps coming back: a named member that left twice or more in the window was back in between, thrown
-        # out and rejoining (poll interval or session exceeded) or restarted: one member, not several replaced.
-        back = Counter(i for _, i, _ in j.departures if i not in j.shared)
-        again = sorted(i for i, n in back.items() if n >= 2)
-        if again:
-            reason += (f"; {', '.join(f'{i} left {back[i]} times' for i in again)}, back under the same name in "
-                       f"between: thrown out and rejoining (max.poll.interval.ms or session timeout exceeded) or "
-                       f"restarting in a loop, not a deploy")
+        reason = REASONS["storm"].format(c=_Case(self, j, None, ts, flaps=flaps))
         self._count(j, "storm", reason, ts)
         return ev.RebalanceStorm(gid, offset, ts, len(j.churn), (ts - j.churn[0]) / 1000.0, j.churn[0],
                                  reason=reason)
@@ -526,7 +503,7 @@ class RebalanceJudge:
         while j.churn and j.churn[0] < at - cfg.storm_window_ms:
             j.churn.popleft()
         flaps = self._flaps(j)
-        if len(j.churn) >= cfg.storm_rebalances and flaps >= cfg.storm_flaps:
+        if _STORM.when(_Case(self, j, None, at, flaps=flaps)):
             return [self._start_storm(group_id, j, flaps, j.last_offset, at)]
         return []
 
@@ -604,10 +581,9 @@ class RebalanceJudge:
         if j.storm_since is not None:
             quiet = self._storm_quiet_ms(j)
             end = j.storm_last_churn + quiet
-            if now_ms >= end:
+            if _STORM_ENDED.when(_Case(self, j, None, now_ms)):
                 duration = (j.storm_last_churn - j.storm_since) / 1000.0
-                reason = (f"no membership change for {quiet // 1000} s after {j.storm_rebalances} "
-                          f"rebalances in {duration:.0f} s")
+                reason = REASONS["storm_ended"].format(c=_Case(self, j, None, end))
                 out.append(ev.StormEnded(gid, j.storm_last_offset, end, j.storm_rebalances, duration, j.storm_since,
                                          reason=reason))
                 j.storm_since = None
@@ -636,46 +612,21 @@ class RebalanceJudge:
             return out
         j.episode = None
         at = ep.last_ms + quiet
-        verdict = None
-        chain = j.chain
-        if ep.flaps and not self._only_young_restarts(ep, j):
-            verdict = None  # churn that did not reach a storm: the Rebalance events tell it
-        elif ep.started_empty and ep.departures == 0:
-            verdict = "formation"
-        elif self._rolling_restart_shape(ep, j) and ep.size_now >= ep.size_before:
-            if ep.departures >= 2:
-                verdict = "rolling_restart"
-            else:
-                # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
-                self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leaver(0)), ep.size_before)
-                if len(chain) >= 2 and not j.chain_reported:
-                    out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before,
-                                                   ep.size_now, ep.baseline))
-                return out
-        elif not ep.started_empty and ep.joins == ep.restart_joins and ep.departures == ep.replaced_departures \
-                and ep.replaced_departures:
-            # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change
-            # of capacity. Each completed one counts towards a slow rolling restart.
-            for k in range(ep.replaced_departures):
+        case = _Case(self, j, ep, at, settled=True)
+        rule = next(r for r in VERDICTS if r.taken == "settle" and r.when(case))
+        if rule.chain:
+            # Single-member restarts: each counts towards a (slow) rolling restart, reported once two of them
+            # settled within the chain gap; the chain goes on.
+            for k in range(rule.chain(ep)):
                 self._chain_add(j, (at, ep.start_ms, ep.rebalances, ep.leaver(k)), ep.size_before)
-            if len(chain) >= 2 and not j.chain_reported:
+            if len(j.chain) >= 2 and not j.chain_reported:
                 out.append(self._chain_verdict(gid, j, ep.last_offset, at, ep.last_ms, ep.size_before, ep.size_now,
                                                ep.baseline))
             return out
-        elif not ep.started_empty and ep.departures == 0 and ep.size_now > ep.size_before:
-            # Nobody left, not even after the wait: joins beside a present member of the same name were additions.
-            verdict = "scale_out"
-        elif ep.joins == 0 and ep.departures > 0 and ep.size_now < ep.size_before:
-            verdict = "scale_in"
-        elif not ep.started_empty and not ep.went_empty and ep.size_now != ep.size_before:
-            # Members left and others joined, and the size changed: judged by the capacity it left (a scale-in
-            # whose members were partly replaced, or replacements and additions together).
-            verdict = "scale_out" if ep.size_now > ep.size_before else "scale_in"
-        if verdict != "rolling_restart" or ep.departures >= 2:
-            chain.clear()
-            j.chain_reported = False
-        if verdict is not None:
-            out.append(self._verdict(gid, j, verdict, ep.last_offset, at, ep, settled=True))
+        j.chain.clear()
+        j.chain_reported = False
+        if rule.verdict is not None:
+            out.append(self._verdict(gid, j, rule.verdict, ep.last_offset, at, ep, settled=True))
         return out
 
     def _stepwise_scale_in(self, ep: _Episode) -> bool:
@@ -783,24 +734,11 @@ class RebalanceJudge:
         assert ep is not None
         j.episode = None
         span = (ep.last_ms - ep.start_ms) / 1000.0
-        # A verdict taken once the group stayed quiet is read later than its last rebalance: say so, so that a
-        # timeline line does not read as if the group changed then.
-        waited = (at - ep.last_ms) / 1000.0
-        quiet = f" (no membership change in the {waited:.0f} s since)" if settled and waited >= 1 else ""
+        reason = REASONS[verdict].format(c=_Case(self, j, ep, at, settled=settled))
         if verdict == "rolling_restart":
-            reason = (f"{ep.departures} of {_members(ep.size_before)} restarted one at a time in {span:.0f} s, "
-                      f"size back to {ep.size_now}{quiet}")
             event: ev.Event = ev.RollingRestart(gid, offset, at, ep.rebalances, span, ep.start_ms, (),
                                                 reason=reason)
         else:
-            mixed = f", {ep.departures} left and {ep.joins} joined" if ep.departures and ep.joins else ""
-            reason = {
-                "formation": f"group formed with {_members(ep.size_now)} in {span:.0f} s",
-                "scale_out": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody left"),
-                "scale_in": f"{ep.size_before} -> {_members(ep.size_now)}" + (mixed or ", nobody joined") + (
-                    f"; {ep.departures} left one after another over {(ep.last_leave_ms - ep.first_leave_ms) / 1000:.0f}"
-                    f" s (rule stepwise_scale_in: no return wait)" if self._stepwise_scale_in(ep) else ""),
-            }[verdict] + quiet
             cls = {"formation": ev.GroupFormed, "scale_out": ev.ScaleOut, "scale_in": ev.ScaleIn}[verdict]
             event = cls(gid, offset, at, ep.rebalances, span, ep.start_ms, ep.size_before, ep.size_now,
                         reason=reason)
@@ -831,6 +769,171 @@ class RebalanceJudge:
 
     def load_state(self, state: Mapping) -> None:
         self.groups = {g: _GroupJudgement.from_state(j) for g, j in state["groups"].items()}
+
+
+class _Case:
+    """What the verdict rules read about one group when a verdict may be taken: its judgement, the episode being
+    judged (None for a storm), when, and the figures the reason templates name (``{c.span_s}``)."""
+
+    __slots__ = ("judge", "j", "ep", "at", "settled", "flaps")
+
+    def __init__(self, judge: "RebalanceJudge", j: _GroupJudgement, ep: _Episode | None, at: int, *,
+                 settled: bool = False, flaps: int = 0) -> None:
+        self.judge, self.j, self.ep, self.at, self.settled, self.flaps = judge, j, ep, at, settled, flaps
+
+    # ---- episodes
+
+    @property
+    def span_s(self) -> float:
+        return (self.ep.last_ms - self.ep.start_ms) / 1000.0
+
+    @property
+    def members_before(self) -> str:
+        return _members(self.ep.size_before)
+
+    @property
+    def members_now(self) -> str:
+        return _members(self.ep.size_now)
+
+    @property
+    def quiet(self) -> str:
+        """A verdict taken once the group stayed quiet is read later than its last rebalance: say so, so that a
+        timeline line does not read as if the group changed then."""
+        waited = (self.at - self.ep.last_ms) / 1000.0
+        return f" (no membership change in the {waited:.0f} s since)" if self.settled and waited >= 1 else ""
+
+    def _mixed(self, otherwise: str) -> str:
+        ep = self.ep
+        return f", {ep.departures} left and {ep.joins} joined" if ep.departures and ep.joins else otherwise
+
+    @property
+    def joined_too(self) -> str:
+        return self._mixed(", nobody left")
+
+    @property
+    def left_too(self) -> str:
+        return self._mixed(", nobody joined")
+
+    @property
+    def stepwise(self) -> str:
+        ep = self.ep
+        if not self.judge._stepwise_scale_in(ep):
+            return ""
+        return (f"; {ep.departures} left one after another over {(ep.last_leave_ms - ep.first_leave_ms) / 1000:.0f}"
+                f" s (rule stepwise_scale_in: no return wait)")
+
+    @property
+    def grew(self) -> bool:
+        return self.ep.size_now > self.ep.size_before
+
+    @property
+    def shrank(self) -> bool:
+        return self.ep.size_now < self.ep.size_before
+
+    # ---- storms
+
+    @property
+    def churn(self) -> int:
+        return len(self.j.churn)
+
+    @property
+    def storm_span_s(self) -> float:
+        return (self.at - self.j.churn[0]) / 1000.0
+
+    @property
+    def flap_lifetime_s(self) -> int:
+        return self.judge.config.flap_lifetime_ms // 1000
+
+    @property
+    def or_silent(self) -> str:
+        return " or going silent" if self.j.silenced else ""
+
+    @property
+    def back_again(self) -> str:
+        """Who keeps coming back: a named member that left twice or more in the window was back in between, thrown
+        out and rejoining (poll interval or session exceeded) or restarted: one member, not several replaced."""
+        back = Counter(i for _, i, _ in self.j.departures if i not in self.j.shared)
+        again = sorted(i for i, n in back.items() if n >= 2)
+        if not again:
+            return ""
+        return (f"; {', '.join(f'{i} left {back[i]} times' for i in again)}, back under the same name in "
+                f"between: thrown out and rejoining (max.poll.interval.ms or session timeout exceeded) or "
+                f"restarting in a loop, not a deploy")
+
+    @property
+    def storm_quiet_s(self) -> int:
+        return self.judge._storm_quiet_ms(self.j) // 1000
+
+    @property
+    def storm_length_s(self) -> float:
+        return (self.j.storm_last_churn - self.j.storm_since) / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRule:
+    """One row of the verdict table: the rule's name, the verdict it gives (None: none; the Rebalance events tell
+    the churn), when it is tried (``rebalance``: at a churn rebalance; ``time``: when a quiet period has passed;
+    ``settle``: when an episode settles), its predicate over a :class:`_Case`, and the reason template.
+    ``chain``: a row of single-member restarts, each added to the chain that makes a slow rolling restart (how
+    many the episode holds)."""
+
+    name: str
+    verdict: str | None
+    taken: str
+    when: Callable[[_Case], bool]
+    reason: str = ""
+    chain: Callable[[_Episode], int] | None = None
+
+
+_ROLLING = ("{c.ep.departures} of {c.members_before} restarted one at a time in {c.span_s:.0f} s, size back to "
+            "{c.ep.size_now}{c.quiet}")
+
+# The verdicts, in the order they are tried (docs/verdicts.md lists them in this order: a test checks it). The
+# settle rows run as a decision table, first match wins; a row may rely on the rows above it not having matched.
+VERDICTS: tuple[VerdictRule, ...] = (
+    # Several members can leave in one rebalance: the flaps are counted on their own, not as a share of the
+    # rebalances.
+    VerdictRule("storm", "storm", "rebalance",
+                lambda c: c.churn >= c.judge.config.storm_rebalances and c.flaps >= c.judge.config.storm_flaps,
+                "{c.churn} rebalances changing membership in {c.storm_span_s:.0f} s; {c.flaps} flaps (a member "
+                "leaving{c.or_silent} within {c.flap_lifetime_s} s of joining, or the same member leaving or "
+                "restarting again){c.back_again}"),
+    VerdictRule("storm_ended", "storm_ended", "time",
+                lambda c: c.at >= c.j.storm_last_churn + c.judge._storm_quiet_ms(c.j),
+                "no membership change for {c.storm_quiet_s} s after {c.j.storm_rebalances} rebalances in "
+                "{c.storm_length_s:.0f} s"),
+    # Churn that did not reach a storm: no verdict.
+    VerdictRule("churn", None, "settle", lambda c: bool(c.ep.flaps) and not c.judge._only_young_restarts(c.ep, c.j)),
+    VerdictRule("rolling_restart", "rolling_restart", "settle",
+                lambda c: c.judge._rolling_restart_shape(c.ep, c.j) and not c.shrank and c.ep.departures >= 2,
+                _ROLLING),
+    # One member restarted. A second one within the chain gap makes it a (slow) rolling restart.
+    VerdictRule("single_restart", "rolling_restart", "settle",
+                lambda c: c.judge._rolling_restart_shape(c.ep, c.j) and not c.shrank, _ROLLING, chain=lambda ep: 1),
+    # Restarts beside their own ghosts (new instances joining, then the killed ones expiring): no change of
+    # capacity. Each completed one counts towards a slow rolling restart.
+    VerdictRule("restarts_beside_ghosts", "rolling_restart", "settle",
+                lambda c: not c.ep.started_empty and c.ep.joins == c.ep.restart_joins
+                and c.ep.departures == c.ep.replaced_departures and c.ep.replaced_departures > 0,
+                _ROLLING, chain=lambda ep: ep.replaced_departures),
+    VerdictRule("formation", "formation", "settle", lambda c: c.ep.started_empty and c.ep.departures == 0,
+                "group formed with {c.members_now} in {c.span_s:.0f} s{c.quiet}"),
+    # Nobody left, not even after the wait (joins beside a present member of the same name were additions); or
+    # members left and others joined and the group ended larger.
+    VerdictRule("scale_out", "scale_out", "settle",
+                lambda c: not c.ep.started_empty and c.grew and (c.ep.departures == 0 or not c.ep.went_empty),
+                "{c.ep.size_before} -> {c.members_now}{c.joined_too}{c.quiet}"),
+    # Members only left; or members left and others joined and the group ended smaller (a scale-in whose members
+    # were partly replaced).
+    VerdictRule("scale_in", "scale_in", "settle",
+                lambda c: c.shrank and ((c.ep.joins == 0 and c.ep.departures > 0)
+                                        or (not c.ep.started_empty and not c.ep.went_empty)),
+                "{c.ep.size_before} -> {c.members_now}{c.left_too}{c.stepwise}{c.quiet}"),
+    VerdictRule("unchanged", None, "settle", lambda c: True),
+)
+
+REASONS = {r.verdict: r.reason for r in VERDICTS if r.verdict is not None and r.name == r.verdict}
+_STORM, _STORM_ENDED = VERDICTS[0], VERDICTS[1]
 
 
 def _mark_flaps(window: deque, identity: str) -> int:

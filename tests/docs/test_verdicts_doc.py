@@ -11,11 +11,14 @@ import re
 from pathlib import Path
 
 from streaming.model.rules import RULES
+from streaming.model.verdicts import VERDICTS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "verdicts.md"
 
 # | 4b | `kafka_returning` | the status before | ... : the number, the rule and the status cell
 _STATUS_ROW = re.compile(r"^\|\s*\d+b?\s*\|\s*`([a-z_]+)`\s*\|([^|]*)\|", re.M)
+# | `storm` | when | reported |
+_VERDICT_ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|", re.M)
 
 
 def _section(title: str) -> str:
@@ -35,3 +38,11 @@ def test_the_status_table_gives_each_rule_its_status():
     for rule in RULES:
         expected = "the status before" if rule.status is None else rule.status.name
         assert documented[rule.name] == expected, rule.name
+
+
+def test_the_verdict_table_names_every_verdict_in_the_order_the_code_tries_them():
+    tried: list[str] = []
+    for rule in VERDICTS:
+        if rule.verdict is not None and rule.verdict not in tried:
+            tried.append(rule.verdict)
+    assert _VERDICT_ROW.findall(_section("Rebalance verdicts")) == tried
