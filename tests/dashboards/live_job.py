@@ -79,13 +79,13 @@ class LiveJobMetrics:
         self._wait_for_job(lambda v: self.job.status.batches >= batches + 3, "three batches after the simulation")
         prometheus.wait_for_scrapes(3)
         groups = self.job.metrics.state.view().groups
-        storms = {g for g, r in groups.items() if r.get("storms")}
+        storms = {g for g, r in groups.items() if r.storms}
         assert "storm" in storms, f"the storm scenario must be detected as a storm: {storms}"
         assert "rolling" not in storms, "a rolling restart is not a storm"
-        assert groups["rolling"].get("rolling_restarts"), "the rolling restart must be recognised as one"
+        assert groups["rolling"].rolling_restarts, "the rolling restart must be recognised as one"
         # The storm alert pages while a storm is active (the model's gauge), not for storms that ended.
         self.expected_alerts = {"KafkaConsumerGroupRebalanceStorm":
-                                {g for g, r in groups.items() if r.get("storm_active")}}
+                                {g for g, r in groups.items() if r.storm_active}}
 
     def stop(self) -> None:
         try:
