@@ -42,7 +42,7 @@ from ..config import DeltaMaintenanceSettings
 from streaming.schema.tables import TABLES
 from .delta import DeltaSink
 
-__all__ = ["DeltaMaintenance", "TableMaintenance", "maintain_table"]
+__all__ = ["DeltaMaintenance", "TableMaintenance", "maintain_table", "retention_properties"]
 
 log = logging.getLogger("groupscope.delta")
 
@@ -74,6 +74,12 @@ def _interval(hours: int) -> str:
     return f"interval {hours} hours"
 
 
+def retention_properties(settings: DeltaMaintenanceSettings) -> dict[str, str]:
+    """The table properties maintenance keeps on every table (log and tombstone retention, see above)."""
+    return {_LOG_RETENTION_PROPERTY: _interval(settings.log_retention_hours),
+            _TOMBSTONE_RETENTION_PROPERTY: _interval(settings.vacuum_retention_hours)}
+
+
 def maintain_table(path: str, settings: DeltaMaintenanceSettings, *, name: str | None = None,
                    storage_options: dict[str, str] | None = None) -> TableMaintenance | None:
     """Compacts, checkpoints, vacuums and cleans the log of the table at ``path``; None if there is no table."""
@@ -86,8 +92,7 @@ def maintain_table(path: str, settings: DeltaMaintenanceSettings, *, name: str |
     report.files_before = len(dt.file_uris())
     metrics = dt.optimize.compact(target_size=settings.target_file_size_mb * 1024 * 1024)
     report.files_compacted = int(metrics.get("numFilesRemoved", 0))
-    wanted = {_LOG_RETENTION_PROPERTY: _interval(settings.log_retention_hours),
-              _TOMBSTONE_RETENTION_PROPERTY: _interval(settings.vacuum_retention_hours)}
+    wanted = retention_properties(settings)
     configuration = dt.metadata().configuration
     if any(configuration.get(key) != value for key, value in wanted.items()):
         dt.alter.set_table_properties(wanted, raise_if_not_exists=False)
@@ -103,7 +108,9 @@ def maintain_table(path: str, settings: DeltaMaintenanceSettings, *, name: str |
 
 
 class DeltaMaintenance:
-    """Periodic maintenance of a :class:`DeltaSink`'s tables, off the batch path."""
+    """Periodic maintenance of a sink's tables, off the batch path: a :class:`DeltaSink`'s with delta-rs, or one
+    that maintains its own tables (``maintain(name, settings)``: the delta-spark writer's ``OPTIMIZE`` and
+    ``VACUUM``)."""
 
     def __init__(self, sink: DeltaSink, settings: DeltaMaintenanceSettings) -> None:
         self.sink = sink
@@ -140,8 +147,7 @@ class DeltaMaintenance:
                 break
             with self.sink.locks[name]:
                 try:
-                    report = maintain_table(self.sink.path(name), self.settings, name=name,
-                                            storage_options=self.sink.storage_options)
+                    report = self._maintain(name)
                 except Exception as exc:  # noqa: BLE001 - maintenance must never stop the job; said in one line
                     report = TableMaintenance(name, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             if report is None:
@@ -151,6 +157,13 @@ class DeltaMaintenance:
         self.runs += 1
         self.last = reports
         return reports
+
+    def _maintain(self, name: str) -> TableMaintenance | None:
+        own = getattr(self.sink, "maintain", None)
+        if own is not None:
+            return own(name, self.settings)
+        return maintain_table(self.sink.path(name), self.settings, name=name,
+                              storage_options=self.sink.storage_options)
 
     def wait(self, timeout: float | None = None) -> None:
         """Waits for a pass in flight (tests, and :meth:`stop`)."""

@@ -1,10 +1,8 @@
 """Apache Kafka's jars, fetched from Maven Central by version and cached outside the repository.
 
 The broker (``kafka_2.13``) and its tools (``kafka-tools``) are plain Maven artifacts; ``pom.xml`` beside this file
-names them with the version as a property, and ``mvn dependency:copy-dependencies`` lays every jar they need into one
-folder, which is all ``java -cp`` needs. The folder is built under a temporary name and renamed into place, so an
-interrupted fetch never leaves a half-filled cache that a later run would trust; a file lock keeps two test
-processes from fetching the same version at once.
+names them with the version as a property, and ``tests.maven_cache`` lays every jar they need into one folder, which
+is all ``java -cp`` needs.
 
 The cache lives in ``$REALKAFKA_CACHE`` (default ``~/.cache/groupscope/kafka``), one folder per version.
 Nothing here is ever written inside the repository.
@@ -12,12 +10,13 @@ Nothing here is ever written inside the repository.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.maven_cache import JarsUnavailable, MavenJars, fetch_jars
 
 POM = Path(__file__).with_name("pom.xml")
 
@@ -82,30 +81,11 @@ def java_binary() -> str:
 def kafka_install(version: str) -> KafkaInstall:
     """The jars of Kafka ``version``, fetched with Maven on first use and cached."""
     java_binary()
-    lib = cache_root() / version / "lib"
-    if _complete(lib, version):
-        return KafkaInstall(version, lib)
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaUnavailable("mvn not found: the real-broker tests fetch Apache Kafka's jars from Maven Central "
-                               "with Maven (Debian: apt-get install maven)")
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    with open(lib.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _complete(lib, version):
-            return KafkaInstall(version, lib)
-        tmp = lib.with_name(f"lib.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        done = subprocess.run(
-            [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}", "dependency:copy-dependencies",
-             f"-DoutputDirectory={tmp}"], capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0 or not _complete(tmp, version):
-            errors = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line]
-            reason = errors[0].replace("[ERROR]", "").strip() if errors else f"exit status {done.returncode}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise KafkaUnavailable(f"cannot fetch Apache Kafka {version} from Maven Central: {reason}")
-        shutil.rmtree(lib, ignore_errors=True)
-        tmp.rename(lib)
+    spec = MavenJars(POM, f"Apache Kafka {version}", {"kafka.version": version})
+    try:
+        lib = fetch_jars(spec, cache_root() / version / "lib", lambda folder: _complete(folder, version))
+    except JarsUnavailable as exc:
+        raise KafkaUnavailable(str(exc)) from None
     return KafkaInstall(version, lib)
 
 
