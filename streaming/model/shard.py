@@ -44,6 +44,7 @@ __all__ = ["ModelConfig", "GroupCoordinatorShard", "CoordinatorModel", "DISPATCH
 
 Group = ClassicGroup | ConsumerGroup | ShareGroup | StreamsGroup
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1  # ControlRecordType codes in a control record key
+_RECORD_TICK_MS = 1_000  # without heartbeats, time-driven verdicts are taken once per second of the records' clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class GroupCoordinatorShard:
 
     __slots__ = ("partition", "config", "groups", "offsets", "ends", "topic_names", "judge", "_events",
                  "last_offset", "last_timestamp", "now_ms", "_deleted", "unknown_records",
-                 "_unknown_seen", "tracked_topics", "availability")
+                 "_unknown_seen", "tracked_topics", "availability", "_record_tick_ms")
 
     def __init__(self, partition: int = -1, config: ModelConfig = ModelConfig()) -> None:
         self.partition = partition
@@ -91,6 +92,15 @@ class GroupCoordinatorShard:
         self.tracked_topics: set[str] = set()
         rc = config.rebalance
         self.availability = AvailabilityTracker(rc.kafka_gap_ms, rc.kafka_rejoin_ms)
+        self._record_tick_ms = 0  # the records' clock time of the next tick while no heartbeat came (not state)
+
+    def _tick_by_records(self, timestamp: int) -> None:
+        """No heartbeat has set the clock (segment files have none: a backfill of old data): the time-driven
+        verdicts (settled episodes, ended storms) follow the records' own clock instead, at most once per second
+        of it. Their times are those the quiet periods give, whenever they are taken; without this a storm in
+        four-day-old data would stay active for ever."""
+        self._record_tick_ms = timestamp + _RECORD_TICK_MS
+        self._events.extend(self.judge.tick(timestamp))
 
     def _after_silence(self, timestamp: int) -> None:
         """A record stamped well past the heartbeat clock: Kafka may have been away (see ``availability``)."""
@@ -112,6 +122,8 @@ class GroupCoordinatorShard:
             self._after_silence(timestamp)
         if timestamp > self.last_timestamp:
             self.last_timestamp = timestamp
+            if self.now_ms < 0 and timestamp >= self._record_tick_ms:
+                self._tick_by_records(timestamp)
         if type(record) is UnknownRecord:
             self.unknown_records += 1
             key = (record.type, record.version)
@@ -141,6 +153,8 @@ class GroupCoordinatorShard:
             self._after_silence(timestamp)
         if timestamp > self.last_timestamp:
             self.last_timestamp = timestamp
+            if self.now_ms < 0 and timestamp >= self._record_tick_ms:
+                self._tick_by_records(timestamp)
         if group not in self.groups:
             self._create_simple_group(group, offset, timestamp)
         if transactional:

@@ -415,6 +415,9 @@ class RebalanceJudge:
             j.storm_gap = max(j.storm_gap, ts - j.storm_last_churn)
             j.storm_last_churn, j.storm_last_offset = ts, offset
             j.storm_rebalances += 1
+            # What the group's latest verdict says follows the storm while it lasts, not frozen at its start.
+            j.counters = replace(j.counters, last_reason=REASONS["storm"].format(
+                c=_Case(self, j, None, ts, flaps=flaps)))
         elif _STORM.when(_Case(self, j, None, ts, flaps=flaps)):
             out.append(self._start_storm(gid, j, flaps, offset, ts))
             return out
@@ -579,22 +582,11 @@ class RebalanceJudge:
         cfg = self.config
         out: list[ev.Event] = []
         if j.storm_since is not None:
-            quiet = self._storm_quiet_ms(j)
-            end = j.storm_last_churn + quiet
-            if _STORM_ENDED.when(_Case(self, j, None, now_ms)):
-                duration = (j.storm_last_churn - j.storm_since) / 1000.0
-                reason = REASONS["storm_ended"].format(c=_Case(self, j, None, end))
-                out.append(ev.StormEnded(gid, j.storm_last_offset, end, j.storm_rebalances, duration, j.storm_since,
-                                         reason=reason))
-                j.storm_since = None
-                j.counters = replace(j.counters, storm_active=False, last_verdict="storm_ended", last_reason=reason,
-                                     last_verdict_ms=end)
-                # A new storm needs new evidence: the ended one's churn and flaps no longer count.
-                j.churn.clear()
-                j.departures.clear()
-                j.restarts.clear()
-                j.silenced.clear()
-                j.episode = None
+            rule = next((r for r in VERDICTS if r.taken == "time" and r.when(_Case(self, j, None, now_ms))), None)
+            if rule is not None:
+                end = rule.due(_Case(self, j, None, now_ms))
+                reason = rule.reason.format(c=_Case(self, j, None, end))
+                out.append(self._end_storm(gid, j, j.storm_last_offset, end, reason))
             return out
         ep = j.episode
         if ep is None:
@@ -628,6 +620,22 @@ class RebalanceJudge:
         if rule.verdict is not None:
             out.append(self._verdict(gid, j, rule.verdict, ep.last_offset, at, ep, settled=True))
         return out
+
+    @staticmethod
+    def _end_storm(gid: str, j: _GroupJudgement, offset: int, at: int, reason: str) -> ev.Event:
+        """The active storm ends at ``at``; a new one needs new evidence: the ended one's churn and flaps no
+        longer count."""
+        duration = (j.storm_last_churn - j.storm_since) / 1000.0
+        event = ev.StormEnded(gid, offset, at, j.storm_rebalances, duration, j.storm_since, reason=reason)
+        j.storm_since = None
+        j.counters = replace(j.counters, storm_active=False, last_verdict="storm_ended", last_reason=reason,
+                             last_verdict_ms=at)
+        j.churn.clear()
+        j.departures.clear()
+        j.restarts.clear()
+        j.silenced.clear()
+        j.episode = None
+        return event
 
     def _stepwise_scale_in(self, ep: _Episode) -> bool:
         """Members left one after another, in two or more rebalances spread over ``stepwise_leave_ms`` or more, and
@@ -838,7 +846,14 @@ class _Case:
 
     @property
     def storm_span_s(self) -> float:
-        return (self.at - self.j.churn[0]) / 1000.0
+        """From the storm's first churn rebalance to now (the storm's, or the window's when it is not called yet)."""
+        since = self.j.storm_since if self.j.storm_since is not None else self.j.churn[0]
+        return (self.at - since) / 1000.0
+
+    @property
+    def storm_count(self) -> int:
+        """Churn rebalances of the storm so far (at its start: those of the window that called it)."""
+        return self.j.storm_rebalances if self.j.storm_since is not None else len(self.j.churn)
 
     @property
     def flap_lifetime_s(self) -> int:
@@ -865,6 +880,25 @@ class _Case:
         return self.judge._storm_quiet_ms(self.j) // 1000
 
     @property
+    def storm_quiet_end(self) -> int:
+        """When the active storm's quiet period ends (no churn rebalance since its last one)."""
+        return self.j.storm_last_churn + self.judge._storm_quiet_ms(self.j)
+
+    @property
+    def empty(self) -> bool:
+        """Nobody is in the group (its last rebalance left it without members)."""
+        return not self.j.members
+
+    @property
+    def emptied_end(self) -> int:
+        """When a group its last rebalance emptied has stayed empty for ``settle_ms``."""
+        return self.j.storm_last_churn + self.judge.config.settle_ms
+
+    @property
+    def settle_s(self) -> int:
+        return self.judge.config.settle_ms // 1000
+
+    @property
     def storm_length_s(self) -> float:
         return (self.j.storm_last_churn - self.j.storm_since) / 1000.0
 
@@ -883,6 +917,7 @@ class VerdictRule:
     when: Callable[[_Case], bool]
     reason: str = ""
     chain: Callable[[_Episode], int] | None = None
+    due: Callable[[_Case], int] | None = None  # a time row: when its verdict is due (the time it carries)
 
 
 _ROLLING = ("{c.ep.departures} of {c.members_before} restarted one at a time in {c.span_s:.0f} s, size back to "
@@ -895,13 +930,19 @@ VERDICTS: tuple[VerdictRule, ...] = (
     # rebalances.
     VerdictRule("storm", "storm", "rebalance",
                 lambda c: c.churn >= c.judge.config.storm_rebalances and c.flaps >= c.judge.config.storm_flaps,
-                "{c.churn} rebalances changing membership in {c.storm_span_s:.0f} s; {c.flaps} flaps (a member "
+                "{c.storm_count} rebalances changing membership in {c.storm_span_s:.0f} s; {c.flaps} flaps (a member "
                 "leaving{c.or_silent} within {c.flap_lifetime_s} s of joining, or the same member leaving or "
                 "restarting again){c.back_again}"),
-    VerdictRule("storm_ended", "storm_ended", "time",
-                lambda c: c.at >= c.j.storm_last_churn + c.judge._storm_quiet_ms(c.j),
+    # Nobody is left to rebalance: once the group has stayed empty for the settle time (a crash loop's members
+    # come back within seconds), the storm is over, not a whole quiet period later. Not while Kafka is away or
+    # its consumers are rejoining: then nobody could come back.
+    VerdictRule("storm_emptied", "storm_ended", "time",
+                lambda c: c.empty and c.judge.away is None and c.at >= c.emptied_end,
+                "no members for {c.settle_s} s after {c.j.storm_rebalances} rebalances in {c.storm_length_s:.0f} s",
+                due=lambda c: c.emptied_end),
+    VerdictRule("storm_ended", "storm_ended", "time", lambda c: c.at >= c.storm_quiet_end,
                 "no membership change for {c.storm_quiet_s} s after {c.j.storm_rebalances} rebalances in "
-                "{c.storm_length_s:.0f} s"),
+                "{c.storm_length_s:.0f} s", due=lambda c: c.storm_quiet_end),
     # Churn that did not reach a storm: no verdict.
     VerdictRule("churn", None, "settle", lambda c: bool(c.ep.flaps) and not c.judge._only_young_restarts(c.ep, c.j)),
     VerdictRule("rolling_restart", "rolling_restart", "settle",
@@ -933,7 +974,7 @@ VERDICTS: tuple[VerdictRule, ...] = (
 )
 
 REASONS = {r.verdict: r.reason for r in VERDICTS if r.verdict is not None and r.name == r.verdict}
-_STORM, _STORM_ENDED = VERDICTS[0], VERDICTS[1]
+_STORM = VERDICTS[0]
 
 
 def _mark_flaps(window: deque, identity: str) -> int:

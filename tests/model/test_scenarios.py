@@ -610,3 +610,19 @@ def test_kip848_static_member_expired_then_back_is_a_departure_and_a_join_not_a_
     out = log.events(ev.StaticMemberReplaced, ev.Rebalance)
     assert [type(e).__name__ for e in out] == ["Rebalance", "Rebalance"]
     assert [(e.left, e.joined) for e in out] == [(("m1",), ()), ((), ("m1-b",))]
+
+
+def test_without_heartbeats_a_storm_ends_by_the_clock_of_the_records():
+    """A backfill of old segment files has no heartbeats: the time-driven verdicts follow the records' own clock,
+    so a storm of four days ago is over by the time the log shows a later record, not active for ever."""
+    log = Log()
+    stable = member("a-1", "a", ["t"], {"t": [0]})
+    for i in range(8):
+        ms = [stable] if i % 2 else [stable, member(f"f-{i}", "flappy", ["t"], {"t": [1]}, host="/10.9.9.9")]
+        _restart(log, "g", i + 1, ms, T0 + i * 10_000)
+    assert log.shard.now_ms < 0 and log.shard.judge.counters("g").storm_active
+    log.events()
+    log.add(b.new_offset_commit("other", "t", 0, 5, commit_timestamp=T0 + 600_000), T0 + 600_000)
+    ended = log.events(ev.StormEnded)
+    assert [(e.group_id, e.timestamp - T0) for e in ended] == [("g", 70_000 + 60_000)]
+    assert not log.shard.judge.counters("g").storm_active

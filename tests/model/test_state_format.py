@@ -74,7 +74,8 @@ def test_a_version_1_checkpoint_restores_the_state_and_the_verdicts_of_a_run_tha
     for seq, states in points.items():
         for p, blob in states.items():
             restored = ShardStep(p, cfg, state=blob)
-            assert restored.model.to_state() == live[seq][p], f"{name} shard {p} after sample {seq}"
+            assert _comparable(restored.model.to_state()) == _comparable(live[seq][p]), \
+                f"{name} shard {p} after sample {seq}"
 
         def restart(at, steps, seq=seq, states=states):
             if at == seq:
@@ -82,6 +83,15 @@ def test_a_version_1_checkpoint_restores_the_state_and_the_verdicts_of_a_run_tha
 
         assert timeline_from_events(replay_events(recording, cfg, after_sample=restart)) == expected
     assert expected, "the recording gave no verdicts: nothing was compared"
+
+
+def _comparable(state: dict) -> dict:
+    """``state`` without the reason of an active storm: the release that wrote these states kept the reason a
+    storm was called with, where a storm's reason now follows its count (rewritten at its next rebalance)."""
+    for judgement in state["judge"]["groups"].values():
+        if judgement["storm_since"] is not None:
+            judgement["counters"]["last_reason"] = "(an active storm's)"
+    return state
 
 
 def share_and_streams_shard() -> GroupCoordinatorShard:

@@ -551,3 +551,36 @@ def test_consumer_protocol_group_forming_one_member_at_a_time_under_one_name_the
         g.to(dict(members), t + 5)
     g.wait(300)
     assert [v for v, _ in g.verdicts()] == ["formation", "rolling_restart"], g.verdicts()
+
+
+def test_an_active_storms_reason_follows_its_count():
+    """A member flapping every 10 s: the storm is called at its 3rd rebalance, and what the group's latest verdict
+    says (the reason `status` shows) goes on counting while the storm lasts, not frozen at its start."""
+    g = Group(crew("a"), t=0)
+    for k in range(1, 19):
+        g.to({**crew("a"), f"f-{k}": "f@h"} if k % 2 else crew("a"), 10 * k)
+    storm = next(e for e in g.events if e.verdict == "storm")
+    assert storm.reason.startswith("4 rebalances changing membership in 30 s")
+    counters = g.judge.counters("g")
+    assert counters.storm_active and counters.last_verdict == "storm"
+    assert counters.last_reason.startswith("18 rebalances changing membership in 170 s"), counters.last_reason
+
+
+def test_a_storm_ends_when_every_member_has_left():
+    """Nobody is left to rebalance: once the group has stayed empty for the settle time (20 s), the storm is over,
+    not a whole quiet period (60 s here) after its last rebalance; a crash loop's members back sooner keep it."""
+    g = Group(crew("a", "b"), t=0)
+    for k in range(1, 6):
+        g.to({**crew("a", "b"), f"f-{k}": "f@h"} if k % 2 else crew("a", "b"), 10 * k)
+    assert g.judge.counters("g").storm_active
+    g.to({}, 55)
+    g.wait(70)
+    g.to(crew("a", "b", gen=1), 71)  # back within 20 s: the same storm
+    g.to({}, 80)
+    g.wait(99)
+    assert g.judge.counters("g").storm_active
+    g.wait(100)
+    assert [v for v, _ in g.verdicts()][-2:] == ["storm", "storm_ended"]
+    ended = g.events[-1]
+    assert ended.timestamp - T0 == 100_000 and ended.reason.startswith("no members for 20 s after ")
+    assert not g.judge.counters("g").storm_active
