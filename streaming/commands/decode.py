@@ -21,13 +21,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable
 
-from protocol.batch import CorruptBatch
+from protocol.batch import CorruptBatch, RecordBatch
 from protocol.codec import decode_record
 from protocol.errors import CodecError
 from protocol.kafka_dump import KafkaDump, KafkaLineRenderer, RecordProblem, kafka_batch_items
 from protocol.plain import record_to_plain
 
-from streaming.offline.segments import Segment, SegmentPathError, find_segments, open_segment, read_segment
+from streaming.offline.segments import (Segment, SegmentPathError, find_segments, open_segment, read_segment,
+                                        segment_size, segments_size)
+from streaming.progress import Progress
 
 FORMATS = ("groupscope", "kafka")
 
@@ -55,12 +57,19 @@ def _dumps(obj: object) -> str:
 
 
 def decode_paths(paths: Iterable[str], fmt: str, out: IO[str], err: IO[str], *, verify_crc: bool = True,
-                 exact: bool = False) -> DecodeReport:
+                 exact: bool = False, progress: Progress | None = None) -> DecodeReport:
     """Decodes every segment under ``paths`` to ``out``; problems go to ``err``, one line each.
 
     ``exact`` renders ``--format kafka`` record by record (the reference the fast renderer must match).
+    ``progress``: told the records and bytes done as batches are read.
     """
     report = DecodeReport()
+    read_before = 0  # bytes of the segments already done
+
+    def tick(position: int) -> None:
+        """A batch read at ``position`` of the current segment."""
+        if progress is not None:
+            progress.update(records=dump.records if dump is not None else report.records, bytes=read_before + position)
 
     def problem(text: str) -> None:
         report.problems.append(text)
@@ -81,14 +90,16 @@ def decode_paths(paths: Iterable[str], fmt: str, out: IO[str], err: IO[str], *, 
         for segment in segments:
             try:
                 if dump is not None:
-                    _dump_segment(segment, dump, write_bytes, problem)  # type: ignore[arg-type]
+                    _dump_segment(segment, dump, write_bytes, problem, tick)  # type: ignore[arg-type]
                 else:
-                    _decode_segment(segment, fmt, out, problem, report, verify_crc, renderer)
+                    _decode_segment(segment, fmt, out, problem, report, verify_crc, renderer, tick)
             except BrokenPipeError:
                 raise
             except OSError as exc:
                 report.bad_paths += 1
                 problem(f"groupscope decode: {segment.path}: {exc.strerror or exc}")
+            read_before += segment_size(segment)
+            tick(0)
     if dump is not None:
         report.records = dump.records
     return report
@@ -119,9 +130,10 @@ def _record_where(segment: Segment, offset: int) -> str:
 
 
 def _dump_segment(segment: Segment, dump: KafkaDump, write: Callable[[bytes | memoryview], object],
-                  problem: Callable[[str], None]) -> None:
+                  problem: Callable[[str], None], tick: Callable[[int], None]) -> None:
     with open_segment(segment) as view:
         for item in dump.segment(view, segment.partition):
+            tick(0)  # the records so far; the segment's bytes count once it is done
             if isinstance(item, CorruptBatch):
                 problem(f"groupscope decode: {segment.path}: batch at byte {item.position}: {item.reason}")
             elif isinstance(item, RecordProblem):
@@ -132,10 +144,11 @@ def _dump_segment(segment: Segment, dump: KafkaDump, write: Callable[[bytes | me
 
 
 def _decode_segment(segment: Segment, fmt: str, out: IO[str], problem, report: DecodeReport, verify_crc: bool,
-                    renderer: KafkaLineRenderer) -> None:
+                    renderer: KafkaLineRenderer, tick: Callable[[int], None]) -> None:
     part = segment.partition
     write = out.write
     for batch in read_segment(segment, verify_crc=verify_crc):
+        tick(batch.header.position if isinstance(batch, RecordBatch) else batch.position)
         if isinstance(batch, CorruptBatch):
             problem(f"groupscope decode: {segment.path}: batch at byte {batch.position}: {batch.reason}")
             continue
@@ -176,7 +189,8 @@ def _decode_segment(segment: Segment, fmt: str, out: IO[str], problem, report: D
 
 def run_decode(paths: tuple[str, ...], fmt: str, verify_crc: bool) -> int:
     try:
-        report = decode_paths(paths, fmt, sys.stdout, sys.stderr, verify_crc=verify_crc)
+        with Progress("groupscope decode", total_bytes=segments_size(paths)) as progress:
+            report = decode_paths(paths, fmt, sys.stdout, sys.stderr, verify_crc=verify_crc, progress=progress)
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly with status 0, and keep Python's final flush of stdout
         # from failing again on the closed pipe.

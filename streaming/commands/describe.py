@@ -9,7 +9,8 @@ from pathlib import Path
 
 from streaming.model.describe import describe, render_text
 from streaming.offline.segment_replay import replay_segments
-from streaming.offline.segments import SegmentPathError
+from streaming.offline.segments import SegmentPathError, segments_size
+from streaming.progress import Progress
 
 
 class InputError(ValueError):
@@ -77,9 +78,10 @@ def run_describe(segments: str, until: str | None, end_offsets: str | None, as_j
     try:
         until_map = parse_until(until) if until else None
         ends = parse_end_offsets(end_offsets) if end_offsets else None
-        model, report = replay_segments(
-            segments, until=until_map, on_problem=lambda text: print(f"groupscope describe: {text}", file=sys.stderr)
-        )
+        with Progress("groupscope describe", total_bytes=segments_size([segments])) as progress:
+            model, report = replay_segments(
+                segments, until=until_map, progress=progress,
+                on_problem=lambda text: print(f"groupscope describe: {text}", file=sys.stderr))
     except (InputError, SegmentPathError) as exc:
         print(f"groupscope describe: {exc}", file=sys.stderr)
         return 2

@@ -16,7 +16,8 @@ from protocol.codec import decode_record
 from protocol.errors import CodecError
 
 from streaming.model.shard import CoordinatorModel, ModelConfig
-from streaming.offline.segments import find_segments, read_segment
+from streaming.offline.segments import find_segments, read_segment, segment_size
+from streaming.progress import Progress
 
 __all__ = ["ReplayReport", "replay_segments"]
 
@@ -36,11 +37,12 @@ def replay_segments(
     config: ModelConfig = ModelConfig(),
     model: CoordinatorModel | None = None,
     on_problem: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[CoordinatorModel, ReplayReport]:
     """Replays every segment under ``path``; ``until`` maps a partition to an exclusive end offset.
 
     Partitions missing from ``until`` are replayed to their end. Raises ``SegmentPathError`` for a path with no
-    segments.
+    segments. ``progress``: told the records and bytes done, batch by batch.
     """
     model = model if model is not None else CoordinatorModel(config)
     report = ReplayReport()
@@ -50,11 +52,15 @@ def replay_segments(
         if on_problem is not None:
             on_problem(text)
 
+    read_before = 0  # bytes of the segments already replayed
     for segment in find_segments(path):
         partition = segment.partition if segment.partition is not None else -1
         stop = None if until is None else until.get(partition)
         shard = model.shard(partition)
         for batch in read_segment(segment):
+            if progress is not None:
+                at = batch.position if isinstance(batch, CorruptBatch) else batch.header.position
+                progress.update(records=report.records, bytes=read_before + at)
             if isinstance(batch, CorruptBatch):
                 problem(f"{segment.path}: batch at byte {batch.position}: {batch.reason}")
                 continue
@@ -83,4 +89,5 @@ def replay_segments(
                     continue
                 shard.replay(rec.offset, rec.timestamp, decoded, header.producer_id, header.producer_epoch,
                              header.is_transactional)
+        read_before += segment_size(segment)
     return model, report

@@ -13,11 +13,12 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from protocol.batch import CorruptBatch, RecordBatch, iter_batches
 
-__all__ = ["Segment", "SegmentPathError", "find_segments", "open_segment", "read_segment"]
+__all__ = ["Segment", "SegmentPathError", "find_segments", "open_segment", "read_segment", "segment_size",
+           "segments_size"]
 
 _PARTITION_DIR = re.compile(r"^__consumer_offsets-(\d+)$")
 
@@ -72,6 +73,26 @@ def find_segments(path: str | os.PathLike[str]) -> list[Segment]:
         raise SegmentPathError(f"{p}: no .log segment files found (expected a segment, a __consumer_offsets-N "
                                "directory or a broker log directory)")
     return found
+
+
+def segment_size(segment: Segment) -> int:
+    """The segment file's size in bytes (0 when it cannot be read: the reader reports that itself)."""
+    try:
+        return segment.path.stat().st_size
+    except OSError:
+        return 0
+
+
+def segments_size(paths: Iterable[str | os.PathLike[str]]) -> int:
+    """The bytes of every segment under ``paths``: the total that progress is measured against (paths without
+    segments count 0; the work reports them)."""
+    total = 0
+    for path in paths:
+        try:
+            total += sum(segment_size(s) for s in find_segments(path))
+        except (SegmentPathError, OSError):
+            continue
+    return total
 
 
 def _starts_with_a_batch(path: Path) -> bool:
