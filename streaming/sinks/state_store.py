@@ -159,7 +159,11 @@ class MetricsState:
             self._activity[gid] = new if old is None else old.merged(new)
         cutoff = newest - RECENT_WINDOW_MS
         for gid, a in list(self._activity.items()):
-            self._activity[gid] = a.since(cutoff)
+            a = a.since(cutoff)
+            if a.rebalance_ms or (a.last_verdict_ms is not None and a.last_verdict_ms >= cutoff):
+                self._activity[gid] = a
+            else:  # nothing left that is recent: a group that rebalanced once, long ago, costs nothing
+                del self._activity[gid]
 
     def _forget(self, gid: str) -> None:
         self._groups.pop(gid, None)
