@@ -188,6 +188,8 @@ class ModelSettings(_Section):
     storm_flaps: int = Field(2, ge=1)
     flap_lifetime_seconds: float = Field(20.0, gt=0)
     settle_seconds: float = Field(20.0, gt=0)
+    # a member of a new name joining a group that has run this long unchanged since it formed: a scale-out
+    formation_settle_seconds: float = Field(10.0, gt=0)
     # a group smaller than before waits this long for the members that left to come back before a scale-in
     return_wait_seconds: float = Field(180.0, gt=0)
     # ... unless members left one after another over at least this long and nobody joined: a stepwise scale-in

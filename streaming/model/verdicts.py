@@ -29,7 +29,9 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   once the group has been quiet for ``settle_ms`` -- or for ``return_wait_ms`` while the group is smaller than
   when the episode began, so a member being rescheduled (a pod or a JVM taking a minute or two to start) can come
   back first, or for ``ghost_wait_ms`` while a new instance has joined beside a present one of its name (a
-  restart if that one expires, an addition if not). A formation episode ends at its first departure.
+  restart if that one expires, an addition if not). A formation episode ends at its first departure, or when a
+  member of a new name joins after the group ran ``formation_settle_ms`` unchanged: it had formed, and the
+  newcomer is a scale-out.
 
 The verdicts, as a table (:data:`VERDICTS`, which the code runs: each row a named predicate and a reason template,
 tried in this order), first match wins:
@@ -87,6 +89,8 @@ class RebalanceConfig:
     flap_lifetime_ms: int = 20_000  # a member leaving sooner than this after joining flapped
     identity_flap_departures: int = 3  # the n-th departure of one identity in the window is a flap
     settle_ms: int = 20_000  # quiet time that ends an episode (and lets its verdict be taken)
+    formation_settle_ms: int = 10_000  # a member of a new name joining a forming group that has run this long
+    # unchanged ends the formation: the group had formed, and the member adds capacity (a scale-out)
     restart_wait_ms: int = 60_000  # ... while a new instance waits beside a present one of its name (the killed
     # instance's session expiring); also how long two holders of one identity side by side make it a shared one
     return_wait_ms: int = 180_000  # ... while the group is smaller than at the episode's start: time for the
@@ -115,7 +119,8 @@ class RebalanceConfig:
         if self.storm_rebalances < 2 or self.storm_flaps < 1 or self.identity_flap_departures < 2:
             raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
                              "identity_flap_departures >= 2 required")
-        if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.storm_quiet_ms,
+        if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.formation_settle_ms,
+               self.storm_quiet_ms,
                self.restart_wait_ms, self.return_wait_ms, self.silent_after_ms, self.kafka_gap_ms,
                self.kafka_rejoin_ms, self.stepwise_leave_ms) <= 0:
             raise ValueError("rebalance config: every duration must be positive")
@@ -305,6 +310,15 @@ class RebalanceJudge:
             # The group formed and now a member leaves: the formation is over even if it has not been quiet for
             # the settle time, and what follows is judged against the members it formed with (a deploy that
             # begins seconds after the group formed is still a rolling restart of those members).
+            out.append(self._verdict(gid, j, "formation", offset, ts, ep))
+            ep = None
+        elif joined and not left and ep is not None and ep.started_empty and ep.departures == 0 and not ep.flaps \
+                and j.storm_since is None and ts - ep.last_ms >= cfg.formation_settle_ms \
+                and not set(before.values()).intersection(after[m] for m in joined):
+            # The group has run unchanged since it formed and now grows by members of new names (not new
+            # instances of present ones: a restart beside its killed instance): it had formed, and they add
+            # capacity. Without this a group that consumes with one member and then grows one member every few
+            # seconds stays one formation for as long as it grows (a scale-out an on-call engineer wants named).
             out.append(self._verdict(gid, j, "formation", offset, ts, ep))
             ep = None
         leavers: list[str] = []

@@ -131,6 +131,44 @@ def _stalled(sim):
     sim.at(90, ms[1].resume)
 
 
+# ---- poll-interval storm: one member's processing outlasts max.poll.interval.ms, again and again -----------------
+
+# The corpus's maxpoll_evictions (Kafka 4.4, librdkafka): the member works 6 s, then one record takes 11 s to
+# process with a 7 s max.poll.interval.ms, so it is thrown out, rejoins as a new member when the call returns and
+# is thrown out again 6 s later. No process restarts; the other member keeps consuming.
+POLL_STORM_S = (6.0, 11.0, 95.0)  # works, blocks, until
+POLL_STORM_MAX_POLL_MS = 7000
+
+
+def _poll_storm(sim):
+    kw = dict(assignor="range", commit="changed", commit_interval_ms=1000)
+    _members(sim, 1, "pollstorm", ("pollstorm-events",), **kw)
+    blocker = sim.start_client(SimConsumer(sim, ConsumerConfig(
+        group="pollstorm", client_id="pollstorm-blocker", topics=("pollstorm-events",),
+        max_poll_interval_ms=POLL_STORM_MAX_POLL_MS, **kw)), 0.3)
+    works, blocks, until = POLL_STORM_S
+    t = works
+    while t + blocks < until:
+        sim.at(t, blocker.stall)
+        sim.at(t + blocks, blocker.resume)
+        t += blocks + works
+
+
+# ---- scale-out: a consuming group grows one member at a time ------------------------------------------------------
+
+# The corpus's scale_out: one member consumes for 20 s, then one more joins every 12 s up to five; nobody leaves.
+SCALE_OUT_S = (20.0, 12.0, 4)  # first addition, interval, members added
+
+
+def _scale_out(sim):
+    kw = dict(assignor="range", commit="changed", commit_interval_ms=1000)
+    _members(sim, 1, "scaleout", ("scaleout-events",), **kw)
+    first, every, added = SCALE_OUT_S
+    for i in range(added):
+        sim.start_client(SimConsumer(sim, ConsumerConfig(group="scaleout", client_id=f"scaleout-m{i + 2}",
+                                                         topics=("scaleout-events",), **kw)), first + i * every)
+
+
 # ---- paused: a member pauses its partitions and re-commits the same offsets while lag grows ----------------------
 
 PAUSED_S = (20.0, 100.0)  # the member pauses its partitions, resumes them
@@ -327,6 +365,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _t((TopicSpec("lagging-clicks", 4, 100.0), 0)), _lagging),
     Scenario("stalled", "a member stops polling at 20 s, leaves on max.poll.interval.ms (30 s), resumes at 90 s",
              _t((TopicSpec("stalled-events", 6, 20.0), 0)), _stalled),
+    Scenario("poll-interval-storm", "a member whose processing outlasts max.poll.interval.ms (7 s) every 17 s: "
+             "thrown out and back again and again, no process restarts",
+             _t((TopicSpec("pollstorm-events", 4, 40.0), 0)), _poll_storm),
+    Scenario("scale-out", "one member consuming, then one more every 12 s from 20 s up to five",
+             _t((TopicSpec("scaleout-events", 8, 40.0), 0)), _scale_out),
     Scenario("paused", "a member pauses its partitions at 20 s and re-commits the same offsets every 5 s while "
              "their lag grows; resumes them at 100 s",
              _t((TopicSpec("paused-events", 4, 20.0), 0)), _paused),

@@ -42,6 +42,7 @@ def step_config(settings: Settings) -> StepConfig:
                                 storm_window_ms=int(m.storm_window_seconds * 1000), storm_flaps=m.storm_flaps,
                                 flap_lifetime_ms=int(m.flap_lifetime_seconds * 1000),
                                 settle_ms=int(m.settle_seconds * 1000),
+                                formation_settle_ms=int(m.formation_settle_seconds * 1000),
                                 return_wait_ms=int(m.return_wait_seconds * 1000),
                                 stepwise_leave_ms=int(m.stepwise_leave_seconds * 1000),
                                 storm_quiet_ms=int(m.storm_quiet_seconds * 1000),

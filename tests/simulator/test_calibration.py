@@ -53,7 +53,10 @@ from streaming.simulator.scenarios import (
     KIP848_FLAPPING_S,
     KIP848_RESTARTS_S,
     PAUSED_S,
+    POLL_STORM_MAX_POLL_MS,
+    POLL_STORM_S,
     ROLLING_RESTARTS_S,
+    SCALE_OUT_S,
     STORM_FLAPPING_S,
 )
 from streaming.simulator.topics import TopicSpec
@@ -305,6 +308,53 @@ def test_kip848_churn_like_kip848_storm_and_rolling(tmp_path, seed):
     labels = storm_labels(run, "kip848-storm", "kip848-storm-flapper", classic=False, stable_until_ms=None)
     labels += rolling_labels(run, "kip848-roll", KIP848_RESTARTS_S[0], run.end_ms)
     meets(run, labels)
+
+
+# ---- scenario <-> corpus shapes (tests/data/corpus.tar.zst, recorded on Kafka 4.4 with real clients) ------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_poll_interval_storm_like_maxpoll_evictions(tmp_path, seed):
+    # maxpoll_evictions: storm from the second eviction (block start + max.poll.interval.ms) to the end; never a
+    # rolling restart or a scale-out (no process restarted, no member added); never REWIND.
+    run = record(tmp_path, ["poll-interval-storm"], seed, 100)
+    works, blocks, _ = POLL_STORM_S
+    evictions = [run.ms(works + i * (works + blocks)) + POLL_STORM_MAX_POLL_MS for i in range(5)]
+    rejoins = run.events("pollstorm", "member_start", "pollstorm-blocker")[1:]  # each after an eviction
+    assert len(rejoins) >= 4 and not run.events("pollstorm", "member_exit"), "no process exits; it only rejoins"
+    meets(run, [
+        expect("pollstorm", "storm", evictions[1], run.end_ms, evictions[1] + 30_000,
+               "the same member exceeded max.poll.interval.ms again and again, thrown out and back each time"),
+        never("pollstorm", ["rolling_restart", "scale_out"], "no process was restarted; no member added"),
+        not_status("pollstorm", "*", ["REWIND"], "no offset was ever reset"),
+    ])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scale_out_like_scale_out(tmp_path, seed):
+    # scale_out: a scale-out from the first addition until a minute after the last; never a storm or a rolling
+    # restart (members only added); consumption goes on (a WARN of up to 15 s around a rebalance is tolerated).
+    run = record(tmp_path, ["scale-out"], seed, 125)
+    first, every, added = SCALE_OUT_S
+    adds = sorted(e["t_ms"] for e in run.events("scaleout", "member_start"))[1:]
+    assert len(adds) == added and not run.events("scaleout", "member_exit")
+    started = min(e["t_ms"] for e in run.events("scaleout", "member_start"))
+    meets(run, [
+        expect("scaleout", "scale_out", adds[0], adds[-1] + 60_000, adds[-1] + 30_000,
+               f"one member consuming, then one more every {every:.0f} s up to {added + 1}"),
+        never("scaleout", ["storm", "rolling_restart"], "members were only added, none left"),
+        status("scaleout", "*", "OK", started + 15_000, run.end_ms, NOT_HEALTHY,
+               "consumption goes on while members are added", transient=("WARN", 15), event_ms=started),
+    ])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_static_restart_like_static_members(tmp_path, seed):
+    # static_members: a static member killed and back within its session, another expired: neither a storm nor a
+    # rolling restart.
+    run = record(tmp_path, ["static-restart"], seed, 90)
+    meets(run, [never("static", ["storm", "rolling_restart"],
+                      "one static member replaced within its session, another expired once")])
 
 
 def test_demo_storm_scenario_reports_a_storm(tmp_path):
