@@ -10,6 +10,7 @@ Nothing here is ever written inside the repository.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -69,6 +70,29 @@ class KafkaInstall:
         return subprocess.run(self.java_command(main_class, *args), capture_output=True, text=True,
                               timeout=timeout, check=False)
 
+    def client_command(self, source: Path, *args: str, heap: str = "256m") -> list[str]:
+        """The command line running the client program in ``source`` (a one-class Java file under ``java/``),
+        compiled against this version's jars on first use and cached beside them by the source's hash."""
+        classes = self.lib.parent / "classes" / hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+        if not (classes / f"{source.stem}.class").is_file():
+            javac = shutil.which("javac")
+            if javac is None:
+                raise KafkaUnavailable("javac not found: the real-broker tests compile their Kafka Streams client "
+                                       "(Debian: apt-get install openjdk-17-jdk-headless)")
+            tmp = classes.with_name(f"{classes.name}.tmp-{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            done = subprocess.run([javac, "-cp", f"{self.lib}/*", "-d", str(tmp), str(source)],
+                                  capture_output=True, text=True, timeout=300, check=False)
+            if done.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise KafkaUnavailable(f"javac failed on {source.name}: {(done.stdout + done.stderr).strip()[:500]}")
+            shutil.rmtree(classes, ignore_errors=True)
+            tmp.rename(classes)
+        command = self.java_command(source.stem, *args, heap=heap)
+        at = command.index("-cp") + 1
+        command[at] = f"{self.lib}/*{os.pathsep}{classes}"
+        return command
+
 
 def java_binary() -> str:
     java = shutil.which("java")
@@ -90,4 +114,4 @@ def kafka_install(version: str) -> KafkaInstall:
 
 
 def _complete(lib: Path, version: str) -> bool:
-    return (lib / f"kafka_2.13-{version}.jar").is_file() and (lib / f"kafka-tools-{version}.jar").is_file()
+    return all((lib / f"{name}-{version}.jar").is_file() for name in ("kafka_2.13", "kafka-tools", "kafka-streams"))
