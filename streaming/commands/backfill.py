@@ -36,8 +36,11 @@ def backfill(segments, config, delta_path, checkpoint, cluster, master, log_leve
     from streaming.job.backfill import run_backfill
     from streaming.offline.segments import SegmentPathError
 
+    from streaming.progress import Progress
+
     try:
-        report = run_backfill(settings, segments)
+        with Progress("groupscope backfill") as progress:
+            report = run_backfill(settings, segments, progress=progress)
     except (SegmentPathError, ValueError) as exc:
         click.echo(f"groupscope backfill: {exc}", err=True)
         sys.exit(2)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from streaming.config import Settings
 from streaming.job.batch_sink import BatchResult, BatchSink
+from streaming.progress import OffsetsRead, Progress
 
 __all__ = ["BackfillReport", "run_backfill"]
 
@@ -33,9 +34,29 @@ class BackfillReport:
     spark_start_seconds: float = 0.0
 
 
-def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None = None) -> BackfillReport:
+def offsets_to_read(settings: Settings, segments_path: str) -> dict[int, tuple[int, int]]:
+    """``{partition: (first offset to read, log end)}`` of the segment files: from where the checkpoint of an
+    earlier run ended, else from each partition's first segment."""
+    from streaming.job.progress import checkpoint_position
+    from streaming.offline.committed import log_end_offset
+    from streaming.offline.segments import find_segments
+
+    by_partition: dict[int, list] = {}
+    for segment in find_segments(segments_path):
+        if segment.partition is not None:
+            by_partition.setdefault(segment.partition, []).append(segment)
+    resumed = checkpoint_position(settings.spark.checkpoint, settings.source.offsets_topic)
+    done = resumed[1] if resumed is not None else {}
+    return {p: (max(done.get(p, 0), min(s.base_offset or 0 for s in segs)), log_end_offset(segs))
+            for p, segs in by_partition.items()}
+
+
+def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None = None,
+                 progress: Progress | None = None) -> BackfillReport:
     """Runs the job over the segment files under ``segments_path`` into the configured Delta tables; returns what
-    it read and wrote. Raises ``SegmentPathError`` for a path without segments, ``RuntimeError`` for a failed query."""
+    it read and wrote. Raises ``SegmentPathError`` for a path without segments, ``RuntimeError`` for a failed query.
+    ``progress``: told the offsets read of the total to read (markers and aborted records included), batch by
+    batch."""
     from streaming.job.runner import refuse_tables_of_another_checkpoint
     from streaming.offline.segments import find_segments
     from streaming.sinks.delta import DeltaSink
@@ -55,12 +76,18 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
     if delta is not None:
         refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
 
+    read = OffsetsRead(offsets_to_read(s, segments_path) if progress is not None else {})
+    if progress is not None:
+        progress.update(total_records=read.total)
+
     def counted(result: BatchResult) -> None:
         records = sum(h.records for h in result.health)
         report.batches += 1
         report.records += records
         report.commits += result.written.get("commits", 0)
         log.info("batch %d: %d records", result.batch_id, records)
+        if progress is not None:
+            progress.update(records=read.read_to({h.shard: h.last_offset + 1 for h in result.health}))
 
     sink = BatchSink(delta=delta, on_batch=counted)
     sp = s.spark

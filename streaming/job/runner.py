@@ -67,6 +67,7 @@ class ClusterRun:
         self.maintenance = None  # DeltaMaintenance: compaction, checkpoint, vacuum in the background
         self.plan = None
         self.catch_up = None  # CatchUpWatch: "caught up after S s", once per start
+        self.catching_up = None  # (OffsetsRead, Progress): a line every 15 s until caught up
         self.stall = None  # BatchStallWatch: "no micro-batch completed for S s", once per stall
         self.emitter = None
         self.query = None
@@ -185,6 +186,19 @@ class ClusterRun:
                                         {p: e.low_watermark for (_, p), e in ends.items()},
                                         starting_offsets=s.source.starting_offsets,
                                         offsets_topic=s.source.offsets_topic))
+        self._watch_catch_up(position, ends)
+
+    def _watch_catch_up(self, position, ends) -> None:
+        """A line every 15 s while the job reads what it is behind (records read of the total, rate, time left),
+        until it has caught up; nothing when that takes only a few seconds."""
+        from streaming.progress import OffsetsRead, Progress
+
+        if position is None and self.settings.source.starting_offsets == "latest":
+            return
+        at = position[1] if position is not None else {}
+        read = OffsetsRead({p: (max(at.get(p, 0), e.low_watermark), e.last_stable) for (_, p), e in ends.items()})
+        if read.total:
+            self.catching_up = (read, Progress("catching up", total_records=read.total, logger=self.log))
 
     def start_query(self, spark) -> None:
         from streaming.spark.job import start_query
@@ -200,6 +214,12 @@ class ClusterRun:
         self.status.batches += 1
         if self.catch_up is not None:
             self.catch_up.after_batch(result.health)
+        if self.catching_up is not None:
+            read, progress = self.catching_up
+            progress.update(records=read.read_to({h.shard: h.last_offset + 1 for h in result.health}))
+            if self.catch_up is not None and self.catch_up.done:
+                progress.close()
+                self.catching_up = None
         self.status.last_batch = result
         if self.stall is not None:
             self.stall.batch_completed(time.monotonic())
@@ -262,6 +282,9 @@ class ClusterRun:
         self.query = None
 
     def stop_services(self) -> None:
+        if self.catching_up is not None:
+            self.catching_up[1].close()
+            self.catching_up = None
         while self._started:
             _stop_quietly(*self._started.pop(), logger=self.log)
         self.prepared = False
