@@ -59,6 +59,10 @@ def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live, clu
         click.echo(f"groupscope demo: {BENCHMARK_ONLY} is a benchmark workload (groupscope simulate --scenario "
                    f"{BENCHMARK_ONLY} --groups N), not a demo scenario", err=True)
         sys.exit(2)
+    if api_port and api_port == metrics_port:
+        click.echo(f"groupscope demo: --api-port and --metrics-port are both {api_port}; give them different ports "
+                   "(0: any free port)", err=True)
+        sys.exit(2)
     from streaming.commands.run import exit_unless_java
 
     exit_unless_java("demo")

@@ -55,6 +55,9 @@ def test_a_stray_variable_or_a_busy_port_leaves_the_last_demo_as_it_was(tmp_path
         busy = run_cli("demo", "--no-live", "--metrics-port", str(taken.getsockname()[1]),
                        env=_env(GROUPSCOPE_DEMO_DIR=str(root)))
     _one_line(busy, 1, "metrics port", "already in use")
+    same = run_cli("demo", "--no-live", "--metrics-port", "9400", "--api-port", "9400",
+                   env=_env(GROUPSCOPE_DEMO_DIR=str(root)))
+    _one_line(same, 2, "--api-port and --metrics-port are both 9400")
     assert _files(root) == before
 
 
