@@ -16,6 +16,7 @@ left. Use it as a context manager, or call :meth:`close`.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -128,6 +129,17 @@ def short_figures(f: Figures) -> str:
     return "  ".join(parts)
 
 
+def _own_copy(stream: IO[str]) -> tuple[IO[str], bool]:
+    """A stream of our own on ``stream``'s file descriptor, and whether it is ours to close. While Spark's JVM
+    starts, the process's fd 2 points at the pipe that turns the JVM's output into log records
+    (``streaming.spark.jvm_output``): a bar drawn through fd 2 then would come out as JVM log lines."""
+    try:
+        fd = os.dup(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # no file descriptor (captured, a StringIO)
+        return stream, False
+    return open(fd, "w", buffering=1, encoding="utf-8", errors="replace"), True
+
+
 class Progress:
     """Shows the progress of one piece of work named ``what`` (see the module's description).
 
@@ -144,7 +156,7 @@ class Progress:
         self.total_bytes = total_bytes
         self.records = 0
         self.bytes = 0
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream, self._own_stream = _own_copy(stream if stream is not None else sys.stderr)
         self.logger = logger
         if terminal is None:
             terminal = logger is None and bool(getattr(self.stream, "isatty", lambda: False)())
@@ -177,6 +189,8 @@ class Progress:
         """Ends the showing (the bar disappears); waits for the thread, so nothing is written after this returns."""
         self._done.set()
         self._thread.join()
+        if self._own_stream:
+            self.stream.close()
 
     def __enter__(self) -> "Progress":
         return self
