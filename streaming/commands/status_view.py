@@ -20,7 +20,7 @@ from streaming.schema.read_model import RECENT_WINDOW_MS, GroupActivity, GroupVi
 from streaming.sinks.delta import DeltaSink
 
 __all__ = ["load_status", "load_clusters_status", "cluster_tables", "configured_cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
-           "format_lag_seconds", "format_age", "shown_verdict", "shown_why", "COMPACT_COLUMNS", "STALE_AFTER"]
+           "format_lag_seconds", "format_catch_up", "catch_up_note", "format_age", "shown_verdict", "shown_why", "COMPACT_COLUMNS", "STALE_AFTER"]
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta", "ERR": "bold red"}
 
@@ -78,6 +78,7 @@ def shown_row(g: GroupView, activity: GroupActivity | None, since_ms: int) -> di
         "group": g.group_id, "type": g.group_type, "state": g.state, "members": g.member_count,
         "lag": g.sum_lag, "max_lag": g.max_lag, "lag_seconds": g.max_lag_seconds,
         "lag_seconds_lower_bound": g.max_lag_seconds_lower_bound, "status": status,
+        "catch_up_seconds": g.catch_up_seconds, "catching_up": g.catching_up,
         "rebalances_1h": a.rebalances_since(since_ms), "generation": g.generation,
         "updated": None if g.updated_ms is None else dt.datetime.fromtimestamp(g.updated_ms / 1000, dt.timezone.utc),
         **verdict_columns({"status": status, "sum_lag": g.sum_lag, "status_reason": g.status_reason,
@@ -171,6 +172,23 @@ def format_lag_seconds(r: Mapping[str, Any]) -> str:
     if r.get("lag_seconds_lower_bound"):
         return f">{int(secs):,}"
     return f"{secs:,.1f}" if secs < 100 else f"{secs:,.0f}"
+
+
+def format_catch_up(r: Mapping[str, Any]) -> str:
+    """Time to work off the lag at the current rates: ``-`` unknown, ``never`` when consumption is not faster than
+    production (not catching up), ``0 s`` without lag, else as :func:`format_age` says a duration."""
+    if r.get("catching_up") is None:
+        return "-"
+    if not r["catching_up"] or r.get("catch_up_seconds") is None:
+        return "never"
+    return format_age(r["catch_up_seconds"])
+
+
+def catch_up_note(r: Mapping[str, Any]) -> str:
+    """What the compact form (no room for a column) says of a lagging group's catch-up, before its reason."""
+    if not r.get("lag") or r.get("catching_up") is None:
+        return ""
+    return "not catching up" if r["catching_up"] is False else f"catches up in {format_catch_up(r)}"
 
 
 def shown_verdict(r: Mapping[str, Any]) -> str:
@@ -267,7 +285,7 @@ def compact_lines(rows: Iterable[Mapping[str, Any]], width: int, *, group_width:
     def group_lines(r: Mapping[str, Any]) -> list:
         """A group's row and its reason (beside it, or under it)."""
         text = line(_cells(r))
-        why = shown_why(r)
+        why = "; ".join(part for part in (catch_up_note(r), shown_why(r)) if part)
         if inline and (wrap_why or len(why) <= why_width):
             parts = (textwrap.wrap(why, why_width) if wrap_why else [why]) if why else []
             if parts:
@@ -317,7 +335,8 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
     if several:
         table.add_column("CLUSTER", justify="left", overflow="fold")
     for name, justify in (("GROUP", "left"), ("TYPE", "left"), ("STATE", "left"), ("MEMBERS", "right"),
-                          ("LAG", "right"), ("LAG SECONDS", "right"), ("STATUS", "left"), (rebalances_header, "right"),
+                          ("LAG", "right"), ("LAG SECONDS", "right"), ("CATCH UP", "right"), ("STATUS", "left"),
+                          (rebalances_header, "right"),
                           ("VERDICT", "left")):
         table.add_column(name, justify=justify, overflow="fold")
     table.add_column("WHY", justify="left", overflow="fold", max_width=60)
@@ -325,7 +344,7 @@ def status_table(rows: Iterable[dict[str, Any]], title: str | None = None, rebal
         status = r["status"] or "-"
         table.add_row(*([r.get("cluster") or "-"] if several else []), r["group"], r["type"] or "-", r["state"] or "-",
                       str(r["members"] if r["members"] is not None else "-"),
-                      f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r),
+                      f"{r['lag']:,}" if r["lag"] is not None else "-", format_lag_seconds(r), format_catch_up(r),
                       f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", str(r["rebalances_1h"]),
                       f"[bold red]{shown_verdict(r)}[/]" if r.get("storm_active") else shown_verdict(r),
                       shown_why(r))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .catch_up import UNKNOWN, CatchUp
 from .rules import Status
 from .states import GroupType
 
@@ -280,6 +281,7 @@ class PartitionLag:
     status: Status
     owner: str | None
     status_reason: str = ""
+    catch_up: CatchUp = UNKNOWN  # time to work off the lag at the current rates (model/catch_up.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +355,7 @@ class GroupSnapshot:
     current_state_timestamp: int | None
     is_simple: bool = False
     verdicts: GroupVerdicts = GroupVerdicts()
+    catch_up: CatchUp = UNKNOWN  # of the slowest partition
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,13 @@ def _float(value: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
+def _bool(value: Any) -> bool | None:
+    """A nullable flag: None stays None (unknown), NaN too (pandas' missing value)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return bool(value)
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -165,6 +172,10 @@ class GroupView:
     is_simple: bool = False
     deleted: bool = False
     updated_ms: int | None = None
+    # time to work off the lag at the current rates: ``catching_up`` None unknown, False not catching up (then no
+    # seconds), True with the seconds (0: no lag); tables written before these columns give unknown
+    catch_up_seconds: float | None = None
+    catching_up: bool | None = None
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> GroupView:
@@ -217,6 +228,8 @@ class GroupView:
             is_simple=bool(row.get("is_simple")),
             deleted=bool(row.get("deleted")),
             updated_ms=epoch_ms(row.get("updated_time")),
+            catch_up_seconds=_float(row.get("catch_up_seconds")),
+            catching_up=_bool(row.get("catching_up")),
         )
 
     @property
@@ -242,6 +255,8 @@ class PartitionView(NamedTuple):
     lag_seconds_lower_bound: bool = False
     data_loss_risk: bool = False
     status_reason: str | None = None
+    catch_up_seconds: float | None = None  # as GroupView's
+    catching_up: bool | None = None
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> PartitionView:
@@ -250,7 +265,8 @@ class PartitionView(NamedTuple):
                    _int(row.get("log_end_offset")), judged_status(row.get("status"), lag),
                    _interned(row.get("owner")), epoch_ms(row.get("commit_time")),
                    bool(row.get("lag_seconds_lower_bound")), bool(row.get("data_loss_risk")),
-                   _interned(row.get("status_reason")))
+                   _interned(row.get("status_reason")), _float(row.get("catch_up_seconds")),
+                   _bool(row.get("catching_up")))
 
 
 @dataclass(frozen=True, slots=True)

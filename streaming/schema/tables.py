@@ -112,6 +112,10 @@ LAG = pa.schema(
         ("owner", pa.string()),
         ("commit_time", TS),
         ("snapshot_date", pa.date32()),
+        # time to work off the lag at the current rates (null: not catching up, or unknown); catching_up null:
+        # unknown (model/catch_up.py). Last, so a table written before them gains them at its end.
+        ("catch_up_seconds", pa.float64()),
+        ("catching_up", pa.bool_()),
     ]
 )
 
@@ -172,6 +176,9 @@ GROUPS = pa.schema(
         ("is_simple", pa.bool_()),
         ("deleted", pa.bool_()),
         ("updated_time", TS),
+        # of the slowest partition, as in ``lag`` (null seconds: not catching up or unknown; null flag: unknown)
+        ("catch_up_seconds", pa.float64()),
+        ("catching_up", pa.bool_()),
     ]
 )
 
@@ -306,6 +313,8 @@ def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: b
         "is_simple": snapshot.is_simple,
         "deleted": deleted,
         "updated_time": now_ms,
+        "catch_up_seconds": snapshot.catch_up.seconds,
+        "catching_up": snapshot.catch_up.catching_up,
     }
 
 
@@ -337,6 +346,8 @@ def partition_rows(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int) -> li
             "owner": p.owner,
             "commit_time": _ms(p.commit_timestamp),
             "snapshot_date": day,
+            "catch_up_seconds": p.catch_up.seconds,
+            "catching_up": p.catch_up.catching_up,
         }
         for p in snapshot.partitions
     ]

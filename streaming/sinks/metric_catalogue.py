@@ -14,6 +14,7 @@ Each entry's ``samples`` reads one :class:`Scrape` (a cluster's state view at on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -87,6 +88,13 @@ def _m(name: str, kind: Kind, scope: Scope, labels: tuple[str, ...], help_text: 
 
 def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000.0
+
+
+def _catch_up(catching_up: bool | None, seconds: float | None) -> float | None:
+    """Seconds to catch up; +Inf when not catching up (a threshold alert needs no second series); None unknown."""
+    if catching_up is None:
+        return None
+    return math.inf if not catching_up or seconds is None else seconds
 
 
 def _per_group(value: Callable[[GroupView], Value]) -> Samples:
@@ -168,6 +176,11 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("kafka_consumergroup_topic_max_lag_seconds", "gauge", "group", _T,
        "Largest time lag in seconds of the group's partitions of one topic.",
        _per_topic(lambda t: t.max_lag_seconds)),
+    _m("kafka_consumergroup_catch_up_seconds", "gauge", "group", _G,
+       "Seconds until the group works off its lag at the current consumption and production rates (its slowest "
+       "partition; 0 without lag); +Inf when some lagging partition is consumed no faster than it is produced (not "
+       "catching up); absent while not known (fewer than two commits or no end-offset history).",
+       _per_group(lambda g: _catch_up(g.catching_up, g.catch_up_seconds))),
     _m("kafka_consumergroup_members", "gauge", "group", _G,
        "Members of the group (classic and KIP-848 members alike).",
        _per_group(lambda g: g.member_count)),
@@ -244,6 +257,10 @@ METRICS: tuple[MetricSpec, ...] = (
        "Time lag of one partition in seconds (0 when caught up, a lower bound when the committed offset is older "
        "than the end-offset history).",
        _per_partition(lambda p: p.lag_seconds)),
+    _m("kafka_consumergroup_partition_catch_up_seconds", "gauge", "partition", _P,
+       "Seconds until one partition's lag is worked off at its current consumption and production rates (0 "
+       "without lag); +Inf when not catching up; absent while not known.",
+       _per_partition(lambda p: _catch_up(p.catching_up, p.catch_up_seconds))),
     _m("kafka_consumergroup_current_offset", "gauge", "partition", _P,
        "Committed offset of one partition.",
        _per_partition(lambda p: p.committed_offset)),

@@ -45,6 +45,7 @@ def test_group_detail_carries_what_burrow_has_no_field_for(sources, fed):
         assert (g["sum_lag"], g["max_lag"], g["max_lag_seconds"]) == (snap.sum_lag, snap.max_lag,
                                                                       snap.max_lag_seconds)
         assert g["data_loss_partitions"] == sum(p.data_loss_risk for p in snap.partitions)
+        assert (g["catch_up_seconds"], g["catching_up"]) == (snap.catch_up.seconds, snap.catch_up.catching_up)
         assert g["max_lag_seconds_lower_bound"] == any(p.lag_seconds_lower_bound for p in snap.partitions
                                                        if p.lag_seconds is not None)
         assert g["members"] == [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
@@ -65,6 +66,7 @@ def test_group_detail_carries_what_burrow_has_no_field_for(sources, fed):
                 "topic": p.topic, "partition": p.partition, "committed_offset": p.committed,
                 "log_end_offset": p.log_end, "lag": p.lag, "lag_seconds": p.lag_seconds,
                 "lag_seconds_lower_bound": p.lag_seconds_lower_bound, "data_loss_risk": p.data_loss_risk,
+                "catch_up_seconds": p.catch_up.seconds, "catching_up": p.catch_up.catching_up,
                 "status": p.status.name, "status_reason": p.status_reason or None,
                 "owner": None if p.owner is None else {"member_id": p.owner, "client_id": m and m.client_id,
                                                        "host": m and m.host},

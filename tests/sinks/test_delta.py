@@ -51,3 +51,32 @@ def test_delta_spark_writer_with_deltas_jars(delta_spark_session, tmp_path):
     assert sink.write_batch(0, {"commits": commits(4)}) == {"commits": 0}  # replay after a crash
     assert DeltaSink(tmp_path, app_id="t").read("commits").num_rows == 4
     assert DeltaSink(tmp_path, app_id="t").written_version("commits") == 0
+    older_groups_table(tmp_path)  # the merge gains the columns an older table lacks, as delta-rs's does
+    sink.write_batch(1, newer_groups_batch())
+    rows = {r["group_id"]: (r["catch_up_seconds"], r["catching_up"])
+            for r in DeltaSink(tmp_path, app_id="t").read("groups").to_pylist()}
+    assert rows == {"a": (42.5, True), "b": (None, False)}
+
+
+NEW_COLUMNS = ("catch_up_seconds", "catching_up")  # added after tables were in use: older tables lack them
+
+
+def older_groups_table(path) -> None:
+    """A ``groups`` table as a version before the catch-up columns wrote it."""
+    from deltalake import write_deltalake
+
+    old = pa.schema([f for f in GROUPS if f.name not in NEW_COLUMNS])
+    write_deltalake(str(path / "groups"), pa.Table.from_pylist([group("a", "STABLE")], schema=old))
+
+
+def newer_groups_batch() -> dict[str, pa.Table]:
+    row = {**group("a", "STABLE"), "catch_up_seconds": 42.5, "catching_up": True}
+    return {"groups": pa.Table.from_pylist([row, {**group("b", "STABLE"), "catching_up": False}], schema=GROUPS)}
+
+
+def test_an_older_groups_table_gains_the_catch_up_columns(tmp_path):
+    older_groups_table(tmp_path)
+    sink = DeltaSink(tmp_path, app_id="t")
+    sink.write_batch(0, newer_groups_batch())
+    rows = {r["group_id"]: (r["catch_up_seconds"], r["catching_up"]) for r in sink.read("groups").to_pylist()}
+    assert rows == {"a": (42.5, True), "b": (None, False)}

@@ -7,6 +7,7 @@ captures replayed through the model (``replay_rows``), so the rows have exactly 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import socket
 import threading
 import urllib.error
@@ -79,6 +80,7 @@ def group_row(group_id: str = "g1", **over: Any) -> dict[str, Any]:
         "sum_lag": 45, "max_lag": 30, "max_lag_seconds": 12.5, "status": "WARN", "data_loss_partitions": 0,
         "rebalances": 6, "last_rebalance_time": 1_795_310_000_000, "last_commit_time": 1_795_310_990_500,
         "state_time": None, "is_simple": False, "deleted": False, "updated_time": 1_795_311_000_000,
+        "catch_up_seconds": 90.0, "catching_up": True,
     }
     row.update(over)
     return row
@@ -88,7 +90,8 @@ def partition_row(group_id: str, topic: str, partition: int, lag: int, **over: A
     row = {"snapshot_time": 1_795_311_000_000, "shard": 3, "group_id": group_id, "topic": topic,
            "partition": partition, "committed_offset": 100, "log_end_offset": 100 + lag, "lag": lag,
            "lag_seconds": float(lag), "lag_seconds_lower_bound": False, "data_loss_risk": False, "status": "OK",
-           "owner": "m-1", "commit_time": 1_795_310_990_500, "snapshot_date": None}
+           "owner": "m-1", "commit_time": 1_795_310_990_500, "snapshot_date": None,
+           "catch_up_seconds": 3.0 * lag, "catching_up": True}
     row.update(over)
     return row
 
@@ -114,6 +117,7 @@ GROUP_CASES = [
     ("kafka_consumergroup_topic_sum_lag", {"topic": "orders"}, 40, "topics[orders].sum_lag"),
     ("kafka_consumergroup_topic_max_lag", {"topic": "payments"}, 5, "topics[payments].max_lag"),
     ("kafka_consumergroup_topic_max_lag_seconds", {"topic": "orders"}, 12.5, "topics[orders].max_lag_seconds"),
+    ("kafka_consumergroup_catch_up_seconds", {}, 90.0, "catch_up_seconds while catching up"),
     ("kafka_consumergroup_members", {}, 2, "member_count"),
     ("kafka_consumergroup_partitions", {}, 3, "partition_count"),
     ("kafka_consumergroup_generation", {}, 7, "classic generation"),
@@ -148,6 +152,18 @@ def test_unknown_values_are_absent_not_zero():
                    "kafka_consumergroup_status", "kafka_consumergroup_last_commit_timestamp_seconds"):
         assert value(series, metric, group="g1") is None, metric
     assert value(series, "kafka_consumergroup_topic_max_lag_seconds", group="g1", topic="payments") is None
+
+
+def test_not_catching_up_is_inf_and_unknown_is_absent():
+    state = MetricsState()
+    state.apply_batch([group_row("g1", catch_up_seconds=None, catching_up=False),
+                       group_row("g2", catch_up_seconds=None, catching_up=None)],
+                      [partition_row("g1", "orders", 0, 7, catch_up_seconds=None, catching_up=False)])
+    series = scrape(state, partition_metrics=True)
+    assert value(series, "kafka_consumergroup_catch_up_seconds", group="g1") == math.inf
+    assert value(series, "kafka_consumergroup_partition_catch_up_seconds", group="g1", topic="orders",
+                 partition="0") == math.inf
+    assert value(series, "kafka_consumergroup_catch_up_seconds", group="g2") is None
 
 
 @pytest.mark.parametrize("status", list(Status), ids=[s.name for s in Status])
@@ -192,6 +208,8 @@ def test_partition_series_are_the_partition_rows():
     assert value(series, "kafka_consumergroup_lag", group="g1", topic="orders", partition="0") == 30
     assert value(series, "kafka_consumergroup_lag_seconds", group="g1", topic="orders", partition="1") == 10.0
     assert value(series, "kafka_consumergroup_current_offset", group="g1", topic="payments", partition="0") == 100
+    assert value(series, "kafka_consumergroup_partition_catch_up_seconds", group="g1", topic="orders",
+                 partition="1") == 30.0
     assert value(series, "kafka_partition_latest_offset", topic="orders", partition="0") == 130
     assert value(series, "kafka_consumergroup_member_assigned_partitions", group="g1", member_id="m-2",
                  client_id="app", host="/10.0.0.2") == 1
