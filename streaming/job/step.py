@@ -175,15 +175,15 @@ class ShardStep:
         full = self.meta.last_full_ms < 0 or now - self.meta.last_full_ms >= self.config.snapshot_interval_ms
         lag_due = self.meta.last_lag_ms < 0 or now - self.meta.last_lag_ms >= self.config.lag_interval_ms
         if full:
-            snapshots = list(self.model.snapshot(now, caught_up).groups)
+            snapshots = list(self.model.evaluate(now, caught_up).groups)
             # Shards re-evaluate all their groups at staggered times (a fixed phase per shard), so one batch never
             # carries every shard's full refresh at once.
             interval = self.config.snapshot_interval_ms
             phase = (self.shard * 7919) % interval if interval > 0 else 0
             self.meta.last_full_ms = now - (now + phase) % interval if interval > 0 else now
         else:
-            snapshots = self.model.snapshot_groups(touched | deleted, now, caught_up)
-        events.extend(self.model.drain_events())  # status changes found while snapshotting
+            snapshots = self.model.evaluate_groups(touched | deleted, now, caught_up)
+        events.extend(self.model.drain_events())  # the status changes evaluating recorded
         if events:
             tables["group_events"] = pa.Table.from_pylist([event_row(e, shard=self.shard) for e in events],
                                                           schema=GROUP_EVENTS)

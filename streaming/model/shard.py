@@ -27,7 +27,6 @@ from . import events as ev
 from . import state_format, state_v1
 from ._base import resolve
 from .availability import AvailabilityTracker
-from .catch_up import group_catch_up, partition_catch_up
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
@@ -490,23 +489,59 @@ class GroupCoordinatorShard:
     def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> ev.ShardSnapshot:
         """Every group with members, offsets, lag, time lag and status at ``now_ms`` (default: last heartbeat).
 
-        ``caught_up=False`` (the source has not yet reached the log end) holds every status at OK except data
-        loss: replayed history must not raise STOP or STALL (docs/design-notes.md#lag-lessons).
+        A query: the statuses are judged against those :meth:`evaluate` recorded last (for hysteresis), and nothing
+        is recorded; asked twice, it answers the same. ``caught_up=False`` (the source has not yet reached the log
+        end) holds every status at OK except data loss: replayed history must not raise STOP or STALL
+        (docs/design-notes.md#lag-lessons).
         """
-        now = self.now_ms if now_ms is None else now_ms
-        if now < 0:
-            now = self.last_timestamp
+        now = self._now(now_ms)
         groups = tuple(self._group_snapshot(gid, now, caught_up) for gid in self.group_ids())
         return ev.ShardSnapshot(self.partition, now, self.last_offset, groups)
 
     def snapshot_groups(self, group_ids: Iterable[str], now_ms: int | None = None,
                         caught_up: bool = True) -> list[ev.GroupSnapshot]:
         """Like :meth:`snapshot` for the given groups only (those a micro-batch touched): cheap on large shards."""
-        now = self.now_ms if now_ms is None else now_ms
-        if now < 0:
-            now = self.last_timestamp
+        now = self._now(now_ms)
         known = set(self.groups) | set(self.offsets.groups)
         return [self._group_snapshot(gid, now, caught_up) for gid in sorted(set(group_ids)) if gid in known]
+
+    def evaluate(self, now_ms: int | None = None, caught_up: bool = True) -> ev.ShardSnapshot:
+        """:meth:`snapshot`, and its statuses recorded: each partition whose status differs from the one recorded
+        before gets a StatusChanged event (its first status: with no previous one) and the new status is kept for
+        the next judgement. This is the only place statuses are written."""
+        snapshot = self.snapshot(now_ms, caught_up)
+        for g in snapshot.groups:
+            self._record(g, snapshot.now_ms)
+        return snapshot
+
+    def evaluate_groups(self, group_ids: Iterable[str], now_ms: int | None = None,
+                        caught_up: bool = True) -> list[ev.GroupSnapshot]:
+        """:meth:`snapshot_groups`, with its statuses recorded as :meth:`evaluate` records them."""
+        now = self._now(now_ms)
+        snapshots = self.snapshot_groups(group_ids, now, caught_up)
+        for g in snapshots:
+            self._record(g, now)
+        return snapshots
+
+    def _now(self, now_ms: int | None) -> int:
+        """``now_ms``, else the last heartbeat's clock, else the newest record's."""
+        now = self.now_ms if now_ms is None else now_ms
+        return self.last_timestamp if now < 0 else now
+
+    def _recorded_status(self, gid: str, topic: str, partition: int) -> Status | None:
+        """The status :meth:`evaluate` recorded last for the partition (None: never judged)."""
+        code = self.offsets.status_of(gid, topic, partition)
+        return None if code == NO_STATUS else _STATUS_OF_CODE[code]
+
+    def _record(self, g: ev.GroupSnapshot, now: int) -> None:
+        """Records the group's statuses; a change is a StatusChanged event at the shard's last applied offset."""
+        store, gid = self.offsets, g.group_id
+        for p in g.partitions:
+            previous = self._recorded_status(gid, p.topic, p.partition)
+            if p.status != previous:
+                self._events.append(ev.StatusChanged(gid, self.last_offset, now, p.topic, p.partition, previous,
+                                                     p.status, p.status_reason))
+                store.set_status(gid, p.topic, p.partition, int(p.status))
 
     def _measure(self, topic: str, partition: int, committed: int, now: int) -> tuple:
         """``(end, lag, seconds behind, lower bound, log start, end-offset samples)`` of a committed offset against
@@ -536,8 +571,7 @@ class GroupCoordinatorShard:
             end, lag, secs, lower, lwm, ends_list = measured[i]
             loss = is_data_loss(off, lwm)
             owner = owners.get((topic, p))
-            code = store.status_of(gid, topic, p)
-            previous = None if code == NO_STATUS else _STATUS_OF_CODE[code]
+            previous = self._recorded_status(gid, topic, p)
             if status_rules is not None:
                 verdict = status_rules.evaluate(i, topic, owner, ends_list, lag, now, lwm, previous)
                 status, reason = verdict.status, verdict.reason
@@ -545,13 +579,8 @@ class GroupCoordinatorShard:
                 status, reason = Status.ERR, data_loss_reason(off, lwm)
             else:
                 status, reason = Status.OK, "replaying history: statuses are held until the log end is reached"
-            if status != previous:
-                self._events.append(ev.StatusChanged(gid, self.last_offset, now, topic, p, previous, status, reason))
-                store.set_status(gid, topic, p, int(status))
-            commits = status_rules.windows[i] if status_rules is not None else store.window_of(gid, topic, p)
             parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
-                                         None if owner is None else owner.member_id, reason,
-                                         catch_up=partition_catch_up(lag, commits, ends_list, now)))
+                                         None if owner is None else owner.member_id, reason))
         topics: dict[str, list[ev.PartitionLag]] = {}
         for pl in parts:
             topics.setdefault(pl.topic, []).append(pl)
@@ -580,7 +609,7 @@ class GroupCoordinatorShard:
             *(_lag_totals([t.sum_lag for t in topic_lags], [t.max_lag for t in topic_lags]) if topic_lags else (0, 0)),
             max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
             group_status(p.status for p in parts), rebal, last_rb, cst, simple,
-            c, catch_up=group_catch_up(p.catch_up for p in parts))
+            c)
 
     # ---- state serialization -------------------------------------------------------------------------------
 
@@ -706,7 +735,12 @@ class CoordinatorModel:
         return [e for s in self for e in s.drain_events()]
 
     def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> list[ev.ShardSnapshot]:
+        """Every shard's :meth:`GroupCoordinatorShard.snapshot` (a query)."""
         return [s.snapshot(now_ms, caught_up) for s in self]
+
+    def evaluate(self, now_ms: int | None = None, caught_up: bool = True) -> list[ev.ShardSnapshot]:
+        """Every shard's :meth:`GroupCoordinatorShard.evaluate`: the snapshots, with their statuses recorded."""
+        return [s.evaluate(now_ms, caught_up) for s in self]
 
 
 class _GroupStatusRules:

@@ -390,7 +390,8 @@ def test_idle_partition_never_alarms_and_stopped_consumer_does():
     log.add(b.new_offset_commit("dead", "t", 1, 100, commit_timestamp=T0), T0)
     for i in range(12):  # two hours of heartbeats: partition 0 silent, partition 1 keeps growing
         log.shard.apply_heartbeat(T0 + i * 600_000, {("t", 0): (100, 100, 0), ("t", 1): (100 + 50 * i, 100 + 50 * i, 0)})
-    snap = {g.group_id: g for g in log.shard.snapshot().groups}
+    assert log.shard.snapshot() == log.shard.snapshot() and not log.events(ev.StatusChanged), "a query records none"
+    snap = {g.group_id: g for g in log.shard.evaluate().groups}
     assert snap["idle"].status == Status.OK and snap["idle"].partitions[0].lag_seconds == 0.0
     assert snap["dead"].status == Status.STOP
     changed = log.events(ev.StatusChanged)

@@ -79,7 +79,7 @@ class ScenarioReplay:
         self.model.apply_heartbeat(t0, self.end_offsets())
         self.model.apply_heartbeat(now, self.end_offsets(extra=extra, low_at_end=low_at_end))
         events = [tables.event_row(e, shard=e_shard) for e_shard, e in self._drain()]
-        shards = self.model.snapshot(now)
+        shards = self.model.evaluate(now)
         events += [tables.event_row(e, shard=e_shard) for e_shard, e in self._drain()]  # status changes
         groups = [tables.group_row(g, shard=s.partition, now_ms=now) for s in shards for g in s.groups]
         partitions = [r for s in shards for g in s.groups for r in tables.partition_rows(g, shard=s.partition,
