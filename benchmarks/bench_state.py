@@ -9,6 +9,9 @@ rebalance judge holds members and an open episode; the groups of ``bench_model.p
 * ``encode_ms``: ``ShardStep.state()``;
 * ``decode_ms``: ``ShardStep(shard, state=...)``.
 
+Times are the process's CPU time (``time.process_time``), so other work on shared cores changes them less than
+wall-clock time would.
+
 ``--against REV`` runs the same measurement on the code of git revision ``REV`` (extracted with ``git archive``
 into a temporary folder, run in a subprocess) and prints both side by side, plus the time this code takes to read
 (migrate) the state that revision wrote. Prints one line per figure; no asserts.
@@ -64,12 +67,12 @@ def measure(groups: int, heartbeats: int, repeat: int, dump: str | None = None) 
     blob = step.state()
     encode = decode = float("inf")
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         blob = step.state()
-        encode = min(encode, time.perf_counter() - t)
-        t = time.perf_counter()
+        encode = min(encode, time.process_time() - t)
+        t = time.process_time()
         ShardStep(0, state=blob)
-        decode = min(decode, time.perf_counter() - t)
+        decode = min(decode, time.process_time() - t)
     if dump:
         Path(dump).write_bytes(blob)
     return {"state_bytes": len(blob), "encode_ms": encode * 1000, "decode_ms": decode * 1000}
@@ -115,9 +118,9 @@ def main() -> None:
             data = old_blob.read_bytes()
             best = float("inf")
             for _ in range(args.repeat):
-                t = time.perf_counter()
+                t = time.process_time()
                 ShardStep(0, state=data)
-                best = min(best, time.perf_counter() - t)
+                best = min(best, time.process_time() - t)
             rows.append((f"this code reading {args.against}'s state", {"decode_ms": best * 1000}))
     print(f"shard state: {args.groups} classic groups x 12 partitions, {args.heartbeats} heartbeats, "
           f"best of {args.repeat}")
