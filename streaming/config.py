@@ -66,6 +66,13 @@ class HeartbeatSettings(_Section):
     probe_transaction_tails: bool = True
     tail_probe_window: int = Field(1000, gt=0, le=1_000_000)
     tail_probe_partitions: int = Field(200, gt=0)
+    # Read the timestamp of the oldest record each lagging consumer has not processed (the first one delivered at
+    # or after its committed offset), so lag seconds are measured, not only interpolated (needs read access to
+    # those topics; streaming.kafka.oldest_probe). At most oldest_record_partitions and
+    # oldest_record_budget_seconds of reading per tick, the oldest first.
+    probe_oldest_records: bool = True
+    oldest_record_partitions: int = Field(100, gt=0)
+    oldest_record_budget_seconds: float = Field(1.0, gt=0, le=60)
 
     @field_validator("include_topics", "exclude_topics")
     @classmethod

@@ -134,6 +134,7 @@ def _partition(topic: str, partition: int, p: PartitionView, members: Mapping[st
         "lag": p.lag,
         "lag_seconds": p.lag_seconds,
         "lag_seconds_lower_bound": p.lag_seconds_lower_bound,
+        "lag_seconds_method": p.lag_seconds_method,
         "catch_up_seconds": p.catch_up_seconds,
         "catching_up": p.catching_up,
         "data_loss_risk": p.data_loss_risk,

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from streaming.schema.cluster_events import merge_cluster_events
+from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
 from streaming.schema.tables import LAG, TABLES
 
@@ -26,6 +27,8 @@ log = logging.getLogger("groupscope.batch")
 
 # Step output kinds ``files:<table>`` carry the add actions of data files an executor wrote (``bulk_files``).
 FILES_PREFIX = "files:"
+# Step outputs for the driver alone, never written to Delta, with their schemas.
+_DRIVER_ONLY = {METRICS_PARTITIONS: LAG, LAGGING: LAGGING_SCHEMA}
 
 
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -71,12 +74,12 @@ def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> Ba
             result.health.append(decode_health(payload))
         elif kind.startswith(FILES_PREFIX):
             result.files.setdefault(kind[len(FILES_PREFIX):], []).extend(json.loads(payload))
-        elif kind in TABLES or kind == METRICS_PARTITIONS:
+        elif kind in TABLES or kind in _DRIVER_ONLY:
             chunks.setdefault(kind, []).append(decode_table(payload))
         else:
             log.warning("unknown step output %r ignored", kind)
     for kind, parts in chunks.items():
-        result.tables[kind] = pa.concat_tables(parts).cast(TABLES.get(kind, LAG))
+        result.tables[kind] = pa.concat_tables(parts).cast(TABLES.get(kind) or _DRIVER_ONLY[kind])
     if "group_events" in result.tables:  # one row per cluster event, not one per shard that saw it
         result.tables["group_events"] = merge_cluster_events(result.tables["group_events"])
     result.health.sort(key=lambda h: h.shard)

@@ -225,6 +225,12 @@ class ClusterRun:
             self.stall.batch_completed(time.monotonic())
         if self.maintenance is not None:
             self.maintenance.after_batch(result.batch_id)
+        if self.emitter is not None:  # what the emitter measures the time lag of (streaming.job.lagging)
+            from streaming.job.lagging import LAGGING, lagging_of
+
+            full = [h.shard for h in result.health if h.full_snapshot and h.caught_up]
+            for shard, lagging in lagging_of(result.tables.get(LAGGING), full).items():
+                self.emitter.want_oldest(shard, lagging)
 
     def supervise(self, now: float, start: Callable[[ClusterRun], None]) -> None:
         """One look at this cluster: (re)starts what is down once its back-off has passed."""

@@ -30,6 +30,7 @@ from protocol.errors import CodecError
 from protocol import Uuid
 
 from streaming.schema.heartbeat_format import HeartbeatError, decode_heartbeat
+from streaming.job.lagging import LAGGING, lagging_table
 from streaming.model import events as ev
 from streaming.model import state_format
 from streaming.model.lag import EndOffsetSample
@@ -192,6 +193,10 @@ class ShardStep:
         group_rows += [_deleted_row(gid, self.shard, now) for gid in sorted(deleted - known)]
         if group_rows:
             tables["groups"] = pa.Table.from_pylist(group_rows, schema=GROUPS)
+        if full and caught_up:  # the lagging offsets whose time lag the emitter measures (streaming.job.lagging)
+            lagging = lagging_table(self.shard, snapshots)
+            if lagging.num_rows:
+                tables[LAGGING] = lagging
         if full and lag_due:
             lag_rows = [r for s in snapshots for r in partition_rows(s, shard=self.shard, now_ms=now)]
             self.meta.last_lag_ms = now
@@ -267,6 +272,9 @@ class ShardStep:
             self._learn_topic_ids(hb.topic_ids)
             samples = {}
             quiet = {(t, p): (end, q) for t, p, end, q in hb.quiet} if hb.quiet else None
+            oldest: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+            for o in hb.oldest:
+                oldest.setdefault((o.topic, o.partition), []).append((o.from_offset, o.offset, o.timestamp_ms))
             for topic, partition, hw, lso, lw in hb.ends:
                 if topic == offsets_topic:
                     if partition == self.shard:
@@ -278,7 +286,8 @@ class ShardStep:
                     continue
                 tail = quiet.get((topic, partition)) if quiet else None
                 samples[(topic, partition)] = EndOffsetSample(
-                    hw, lso, lw, hb.timestamp_ms, quiet_from=tail[1] if tail and tail[0] == hw else -1)
+                    hw, lso, lw, hb.timestamp_ms, quiet_from=tail[1] if tail and tail[0] == hw else -1,
+                    oldest=tuple(oldest.get((topic, partition), ())))
             self.model.apply_heartbeat(hb.timestamp_ms, samples)
         return count, 0
 

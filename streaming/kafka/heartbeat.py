@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
-from streaming.schema.heartbeat_format import encode_heartbeats
+from streaming.schema.heartbeat_format import OldestRecord, encode_heartbeats
 from .client import KafkaAccess, KafkaUnavailable, Reachability
+from .oldest_probe import Lagging, OldestProbe, read_first_records
 from .tail_probe import TailProbe, read_last_offsets
 from .topic_ids import TopicIds
 
@@ -62,12 +63,18 @@ class HeartbeatEmitter:
         probe_tails: bool = True,
         tail_window: int = 1000,
         tail_partitions: int = 200,
+        probe_oldest: bool = True,
+        oldest_partitions: int = 100,
+        oldest_budget_s: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.access = KafkaAccess(kafka)
         # Aborted transactions at the end of a partition (streaming.kafka.tail_probe): read where they may be.
         self.tails = TailProbe(lambda ranges: read_last_offsets(kafka, ranges), window=tail_window,
                                max_partitions=tail_partitions) if probe_tails else None
+        # The oldest unprocessed record of lagging consumers (streaming.kafka.oldest_probe): measured time lag.
+        self.oldest = OldestProbe(lambda ranges, timeout_s: read_first_records(kafka, ranges, timeout_s),
+                                  max_partitions=oldest_partitions, budget_s=oldest_budget_s) if probe_oldest else None
         self.reachability = Reachability(self.access.bootstrap, log)
         self.topic_ids = TopicIds(self.access.describe_topics)
         self.topic = topic
@@ -105,7 +112,8 @@ class HeartbeatEmitter:
                    retention_ms=settings.retention_ms, chunk_partitions=settings.chunk_partitions,
                    check_topic_config=settings.check_topic_config, probe_tails=settings.probe_transaction_tails,
                    tail_window=settings.tail_probe_window, tail_partitions=settings.tail_probe_partitions,
-                   **overrides)
+                   probe_oldest=settings.probe_oldest_records, oldest_partitions=settings.oldest_record_partitions,
+                   oldest_budget_s=settings.oldest_record_budget_seconds, **overrides)
 
     # ---- lifecycle --------------------------------------------------------------------------------------------
 
@@ -273,11 +281,12 @@ class HeartbeatEmitter:
             now_ms = int(self.clock() * 1000)
             rows = [(t, p, e.high_watermark, e.last_stable, e.low_watermark) for (t, p), e in sorted(ends.items())]
             quiet = self._quiet_tails(rows)
+            oldest = self._oldest_records(rows)
             data_topics = sorted({t for t, _ in partitions if t != self.offsets_topic})  # no group is assigned it
             ids = self.topic_ids.announcement(data_topics, self.clock())
             self._seq += 1
             for value in encode_heartbeats(now_ms, self.emitter_id, self._seq, rows, self.chunk_partitions, quiet,
-                                           ids):
+                                           ids, oldest):
                 self._producer.produce(self.topic, key=self.emitter_id.encode(), value=value, partition=0,
                                        timestamp=now_ms)
             remaining = self._producer.flush(self.access.timeout_s)
@@ -312,6 +321,19 @@ class HeartbeatEmitter:
         ends = {(t, p): (hw, lso, low) for t, p, hw, lso, low in rows}
         self.tails.probe(self.tails.due(ends))
         return self.tails.quiet(ends)
+
+    def want_oldest(self, shard: int, lagging: list[Lagging]) -> None:
+        """What one shard of the job found lagging at its last full refresh: the committed offsets whose oldest
+        unprocessed record the next ticks read (called from the driver's batch thread)."""
+        if self.oldest is not None:
+            self.oldest.want(shard, lagging)
+
+    def _oldest_records(self, rows: list[tuple[str, int, int, int, int]]) -> list[OldestRecord]:
+        """Reads the oldest unprocessed records that are due and returns every one measured and still wanted."""
+        if self.oldest is None:
+            return []
+        self.oldest.probe(self.oldest.due({(t, p): (hw, lso, low) for t, p, hw, lso, low in rows}))
+        return self.oldest.oldest()
 
 
 def config_fixes(current: Mapping[str, str | None], wanted: Mapping[str, str]) -> dict[str, str]:

@@ -31,19 +31,16 @@ once per topic, and lag there counts every offset, as it does without a probe.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
-from confluent_kafka import KafkaError
 
+from .read_access import NOT_READABLE, UnreadableTopics
 from .reader import OffsetRange, read_ranges
 
 __all__ = ["TailProbe", "read_last_offsets"]
-
-log = logging.getLogger("groupscope.heartbeat")
 
 TopicPartition = tuple[str, int]
 
@@ -54,15 +51,11 @@ class _Tail:
     quiet_from: int  # first offset from which nothing is delivered up to ``end``
 
 
-# A monitor that may not read a topic learns it from these at once, not after a timeout.
-_NOT_READABLE = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.UNKNOWN_TOPIC_OR_PART})
-
-
 def read_last_offsets(kafka: Mapping[str, str], ranges: list[OffsetRange],
                       timeout_s: float = 5.0) -> dict[TopicPartition, int]:
     """The offset of the last record a ``read_committed`` consumer gets in each range (absent: none at all)."""
     batches = list(read_ranges(kafka, ranges, timeout_s=timeout_s, isolation="read_committed",
-                               fail_on=_NOT_READABLE))
+                               fail_on=NOT_READABLE))
     if not batches:
         return {}
     last = pa.Table.from_batches(batches).group_by(["topic", "partition"]).aggregate([("offset", "max")])
@@ -88,13 +81,13 @@ class TailProbe:
         self.window = window
         self.max_partitions = max_partitions
         self.budget_s = budget_s
-        self.retry_after_s = retry_after_s
         self.clock = clock
         self._kind: dict[TopicPartition, str] = {}  # "plain" or "transactional"; absent: unknown
         self._previous: Mapping[TopicPartition, tuple[int, int, int]] = {}  # the ends at the last tick
         self._tails: dict[TopicPartition, _Tail] = {}
-        self._failed_until: dict[str, float] = {}  # topics whose read failed: left alone until then
-        self._said: set[str] = set()  # topics whose failure was said (once each)
+        self.unreadable = UnreadableTopics(
+            "cannot read the end of topic %s to tell aborted transactions from unread records (%s); lag there "
+            "counts every offset", retry_after_s=retry_after_s, clock=clock)
 
     def due(self, ends: Mapping[TopicPartition, tuple[int, int, int]]) -> list[OffsetRange]:
         """Takes this tick's ``(high watermark, LSO, low watermark)`` per partition; returns the tails to read,
@@ -103,7 +96,6 @@ class TailProbe:
         for known in (self._tails, self._kind):
             for tp in [tp for tp in known if tp not in ends]:
                 del known[tp]
-        now = self.clock()
         transactional: list[OffsetRange] = []
         unknown: list[OffsetRange] = []
         for tp, (hw, lso, low) in ends.items():
@@ -113,7 +105,7 @@ class TailProbe:
             kind = self._kind.get(tp)
             if kind == "plain" or previous.get(tp) != (hw, lso, low) or hw <= max(0, low):
                 continue
-            if self._failed_until.get(tp[0], 0.0) > now:
+            if self.unreadable.skipped(tp[0]):
                 continue
             tail = self._tails.get(tp)
             if tail is not None and tail.end == hw:
@@ -164,12 +156,7 @@ class TailProbe:
         try:
             return self.read(ranges)
         except Exception as exc:  # noqa: BLE001 - a probe never stops the heartbeat
-            self._failed_until[topic] = self.clock() + self.retry_after_s
-            if topic not in self._said:
-                self._said.add(topic)
-                log.info("cannot read the end of topic %s to tell aborted transactions from unread records "
-                         "(%s); lag there counts every offset", topic,
-                         (str(exc).splitlines() or [type(exc).__name__])[0])
+            self.unreadable.failed(topic, exc)
             return None
 
     def quiet(self, ends: Mapping[TopicPartition, tuple[int, int, int]]) -> list[tuple[str, int, int, int]]:

@@ -20,6 +20,10 @@ watermark, stamped with the emitter's clock. This module keeps the latest sample
   least the history span", not astronomical seconds, and an idle caught-up partition shows 0. The history is
   thinned rather than cut when full (:meth:`EndOffsetHistory._thin`), so it spans everything since the first
   heartbeat the model saw, densest for the most recent minutes.
+* **measured time lag**: where the heartbeat brings the timestamp of the oldest record a consumer committed at that
+  offset has not processed (the emitter read it, ``streaming.kafka.oldest_probe``), the time lag is that record's
+  age, ``now − its timestamp``, and is preferred: it needs no history, so it is exact where interpolation gives a
+  lower bound (a consumer that fell behind before the monitor started). :meth:`EndOffsetHistory.measured_lag`.
 """
 
 from __future__ import annotations
@@ -29,9 +33,13 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["EndOffsetSample", "EndOffsetHistory", "offset_lag", "DEFAULT_HISTORY"]
+__all__ = ["EndOffsetSample", "EndOffsetHistory", "offset_lag", "DEFAULT_HISTORY", "MEASURED", "INTERPOLATED"]
 
 DEFAULT_HISTORY = 64
+
+# How a time lag was found (the ``lag_seconds_method`` of the lag table, the API and /metrics).
+MEASURED = "measured"  # the age of the oldest record not processed, read from the partition
+INTERPOLATED = "interpolated"  # when the log end passed the committed offset, from the end-offset history
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +53,9 @@ class EndOffsetSample:
     transactional: bool | None = None  # None = unknown (inferred from LSO < HWM)
     # First offset from which a read_committed consumer gets nothing more up to this high watermark (-1: not known).
     quiet_from: int = -1
+    # Oldest records read at this tick: (from offset, record offset, timestamp ms), each the first record a
+    # read_committed consumer positioned anywhere from ``from offset`` up to ``record offset`` gets.
+    oldest: tuple[tuple[int, int, int], ...] = ()
 
 
 def offset_lag(committed: int, hwm: int, lso: int = -1, transactional: bool = False,
@@ -70,7 +81,7 @@ class EndOffsetHistory:
     moved forward instead of appending, so an idle partition keeps its whole history span in few samples.
     """
 
-    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "quiet_from", "times", "ends", "capacity",
+    __slots__ = ("hwm", "lso", "lwm", "time_ms", "transactional", "quiet_from", "oldest", "times", "ends", "capacity",
                  "_samples")
 
     def __init__(self, capacity: int = DEFAULT_HISTORY) -> None:
@@ -80,6 +91,7 @@ class EndOffsetHistory:
         self.time_ms = -1
         self.transactional = False
         self.quiet_from = -1  # of the latest sample only: it says something about that sample's end
+        self.oldest: tuple[tuple[int, int, int], ...] = ()  # of the latest sample only, as the emitter resends them
         self.times = array("q")
         self.ends = array("q")
         self.capacity = capacity
@@ -105,6 +117,7 @@ class EndOffsetHistory:
         # Only a tail read at this very end offset, with nothing open, says anything about it.
         q = sample.quiet_from
         self.quiet_from = q if 0 <= q < hwm and lso in (-1, hwm) else -1
+        self.oldest = sample.oldest
         if sample.transactional is not None:
             self.transactional = sample.transactional
         elif 0 <= lso < hwm:
@@ -179,7 +192,16 @@ class EndOffsetHistory:
         passed = t0 + frac * (t1 - t0)
         return max(0.0, (now_ms - passed) / 1000.0), False
 
-    _FIELDS = ("hwm", "lso", "lwm", "time_ms", "transactional", "capacity", "quiet_from")
+    def measured_lag(self, committed: int, now_ms: int) -> float | None:
+        """The age in seconds of the oldest record a consumer committed at ``committed`` has not processed, from
+        the newest heartbeat's oldest records (None: none of them covers that offset). Never negative: a producer
+        clock ahead of the emitter's makes a record look younger than it is, not from the future."""
+        for start, offset, ts in self.oldest:
+            if start <= committed <= offset:
+                return max(0.0, (now_ms - ts) / 1000.0)
+        return None
+
+    _FIELDS = ("hwm", "lso", "lwm", "time_ms", "transactional", "capacity", "quiet_from", "oldest")
 
     def to_state(self) -> dict:
         """The latest end and the history by name (:mod:`.state_format`)."""

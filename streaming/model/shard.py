@@ -27,10 +27,9 @@ from . import events as ev
 from . import state_format, state_v1
 from ._base import resolve
 from .availability import AvailabilityTracker
-from .catch_up import group_catch_up, partition_catch_up
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
-from .lag import DEFAULT_HISTORY, EndOffsetHistory, EndOffsetSample
+from .lag import DEFAULT_HISTORY, INTERPOLATED, MEASURED, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
 from .offsets import NO_STATUS
 from .rules import (Ownership, Status, Thresholds, commit_cadence_ms, data_loss_reason, evaluate_partition,
@@ -434,7 +433,7 @@ class GroupCoordinatorShard:
             if isinstance(s, EndOffsetSample):
                 if s.time_ms < 0:
                     s = EndOffsetSample(s.high_watermark, s.last_stable_offset, s.low_watermark, now_ms,
-                                        s.transactional, s.quiet_from)
+                                        s.transactional, s.quiet_from, s.oldest)
             elif isinstance(s, int):
                 s = EndOffsetSample(s, -1, -1, now_ms)
             elif isinstance(s, tuple) and 1 <= len(s) <= 3:
@@ -545,14 +544,19 @@ class GroupCoordinatorShard:
                 store.set_status(gid, p.topic, p.partition, int(p.status))
 
     def _measure(self, topic: str, partition: int, committed: int, now: int) -> tuple:
-        """``(end, lag, seconds behind, lower bound, log start, end-offset samples)`` of a committed offset against
-        the partition's end-offset history (Nones, False, -1 and no samples before its first heartbeat)."""
+        """``(end, lag, seconds behind, lower bound, log start, end-offset samples, how the seconds were found)`` of
+        a committed offset against the partition's end-offset history (Nones, False, -1 and no samples before its
+        first heartbeat). The seconds are measured where the heartbeat brought the oldest unprocessed record's
+        timestamp for this offset, else interpolated (``streaming.model.lag``)."""
         h = self.ends.get((topic, partition))
         if h is None or h.hwm < 0:
-            return None, None, None, False, -1, ()
+            return None, None, None, False, -1, (), None
         end, lag = h.lag(committed)
+        measured = h.measured_lag(committed, now) if lag and h.oldest else None
+        if measured is not None:
+            return end, lag, measured, False, h.lwm, h.samples(), MEASURED
         secs, lower = h.time_lag(committed, now, lag)
-        return end, lag, secs, lower, h.lwm, h.samples()
+        return end, lag, secs, lower, h.lwm, h.samples(), None if secs is None else INTERPOLATED
 
     def _group_snapshot(self, gid: str, now: int, caught_up: bool) -> ev.GroupSnapshot:
         g = self.groups.get(gid)
@@ -569,7 +573,7 @@ class GroupCoordinatorShard:
                                          self.availability.returned()) if caught_up else None
         parts: list[ev.PartitionLag] = []
         for i, (topic, p, off, epoch, md, cts) in enumerate(rows):
-            end, lag, secs, lower, lwm, ends_list = measured[i]
+            end, lag, secs, lower, lwm, ends_list, method = measured[i]
             loss = is_data_loss(off, lwm)
             owner = owners.get((topic, p))
             previous = self._recorded_status(gid, topic, p)
@@ -580,10 +584,9 @@ class GroupCoordinatorShard:
                 status, reason = Status.ERR, data_loss_reason(off, lwm)
             else:
                 status, reason = Status.OK, "replaying history: statuses are held until the log end is reached"
-            commits = status_rules.windows[i] if status_rules is not None else store.window_of(gid, topic, p)
             parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
                                          None if owner is None else owner.member_id, reason,
-                                         catch_up=partition_catch_up(lag, commits, ends_list, now)))
+                                         lag_seconds_method=method))
         topics: dict[str, list[ev.PartitionLag]] = {}
         for pl in parts:
             topics.setdefault(pl.topic, []).append(pl)
@@ -612,7 +615,7 @@ class GroupCoordinatorShard:
             *(_lag_totals([t.sum_lag for t in topic_lags], [t.max_lag for t in topic_lags]) if topic_lags else (0, 0)),
             max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
             group_status(p.status for p in parts), rebal, last_rb, cst, simple,
-            c, catch_up=group_catch_up(p.catch_up for p in parts))
+            c)
 
     # ---- state serialization -------------------------------------------------------------------------------
 

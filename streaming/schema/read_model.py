@@ -257,6 +257,7 @@ class PartitionView(NamedTuple):
     status_reason: str | None = None
     catch_up_seconds: float | None = None  # as GroupView's
     catching_up: bool | None = None
+    lag_seconds_method: str | None = None  # "measured" or "interpolated" (the lag table's column)
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> PartitionView:
@@ -266,7 +267,7 @@ class PartitionView(NamedTuple):
                    _interned(row.get("owner")), epoch_ms(row.get("commit_time")),
                    bool(row.get("lag_seconds_lower_bound")), bool(row.get("data_loss_risk")),
                    _interned(row.get("status_reason")), _float(row.get("catch_up_seconds")),
-                   _bool(row.get("catching_up")))
+                   _bool(row.get("catching_up")), _interned(row.get("lag_seconds_method")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,6 +116,9 @@ LAG = pa.schema(
         # unknown (model/catch_up.py). Last, so a table written before them gains them at its end.
         ("catch_up_seconds", pa.float64()),
         ("catching_up", pa.bool_()),
+        # how lag_seconds was found: "measured" (the oldest unprocessed record's age) or "interpolated" (from the
+        # end-offset history); null without lag_seconds. A table written before it gains it (null in old rows).
+        ("lag_seconds_method", pa.string()),
     ]
 )
 
@@ -346,6 +349,7 @@ def partition_rows(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int) -> li
             "owner": p.owner,
             "commit_time": _ms(p.commit_timestamp),
             "snapshot_date": day,
+            "lag_seconds_method": p.lag_seconds_method,
             "catch_up_seconds": p.catch_up.seconds,
             "catching_up": p.catch_up.catching_up,
         }

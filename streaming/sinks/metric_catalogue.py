@@ -141,6 +141,11 @@ def _latest_offsets(s: Scrape):
     return (([s.cluster, topic, str(n)], end) for (topic, n), end in sorted(latest.items()))
 
 
+def _lag_seconds_method(s: Scrape):
+    return (([s.cluster, gid, topic, str(n), p.lag_seconds_method], 1) for gid, topic, n, p in _partitions(s)
+            if p.lag_seconds_method and p.lag_seconds is not None)
+
+
 def _member_partitions(s: Scrape):
     return (([s.cluster, gid, m.member_id, m.client_id, m.host], m.partitions) for gid, g in s.groups
             for m in g.members)
@@ -257,6 +262,11 @@ METRICS: tuple[MetricSpec, ...] = (
        "Time lag of one partition in seconds (0 when caught up, a lower bound when the committed offset is older "
        "than the end-offset history).",
        _per_partition(lambda p: p.lag_seconds)),
+    _m("kafka_consumergroup_lag_seconds_method", "gauge", "partition", (*_P, "method"),
+       "1 for how the partition's kafka_consumergroup_lag_seconds was found: measured (the age of the oldest record "
+       "the group has not processed, read from the partition) or interpolated (when the log end passed the "
+       "committed offset, from the end-offset history); absent without a time lag.",
+       _lag_seconds_method),
     _m("kafka_consumergroup_partition_catch_up_seconds", "gauge", "partition", _P,
        "Seconds until one partition's lag is worked off at its current consumption and production rates (0 "
        "without lag); +Inf when not catching up; absent while not known.",

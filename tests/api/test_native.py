@@ -65,7 +65,8 @@ def test_group_detail_carries_what_burrow_has_no_field_for(sources, fed):
             expected.append({
                 "topic": p.topic, "partition": p.partition, "committed_offset": p.committed,
                 "log_end_offset": p.log_end, "lag": p.lag, "lag_seconds": p.lag_seconds,
-                "lag_seconds_lower_bound": p.lag_seconds_lower_bound, "data_loss_risk": p.data_loss_risk,
+                "lag_seconds_lower_bound": p.lag_seconds_lower_bound, "lag_seconds_method": p.lag_seconds_method,
+                "data_loss_risk": p.data_loss_risk,
                 "catch_up_seconds": p.catch_up.seconds, "catching_up": p.catch_up.catching_up,
                 "status": p.status.name, "status_reason": p.status_reason or None,
                 "owner": None if p.owner is None else {"member_id": p.owner, "client_id": m and m.client_id,

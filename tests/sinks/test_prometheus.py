@@ -89,6 +89,7 @@ def group_row(group_id: str = "g1", **over: Any) -> dict[str, Any]:
 def partition_row(group_id: str, topic: str, partition: int, lag: int, **over: Any) -> dict[str, Any]:
     row = {"snapshot_time": 1_795_311_000_000, "shard": 3, "group_id": group_id, "topic": topic,
            "partition": partition, "committed_offset": 100, "log_end_offset": 100 + lag, "lag": lag,
+           "lag_seconds_method": "interpolated",
            "lag_seconds": float(lag), "lag_seconds_lower_bound": False, "data_loss_risk": False, "status": "OK",
            "owner": "m-1", "commit_time": 1_795_310_990_500, "snapshot_date": None,
            "catch_up_seconds": 3.0 * lag, "catching_up": True}
@@ -812,3 +813,18 @@ def test_each_metric_name_is_written_once_in_the_code():
     for spec in METRICS:
         where = {path: text.count(f'"{spec.name}"') for path, text in texts.items() if f'"{spec.name}"' in text}
         assert where == {"streaming/sinks/metric_catalogue.py": 1}, (spec.name, where)
+
+
+def test_each_partitions_time_lag_says_how_it_was_found():
+    state = MetricsState()
+    state.apply_batch([group_row()], [partition_row("g1", "orders", 0, 30, lag_seconds=1_860.0,
+                                                    lag_seconds_method="measured"),
+                                      partition_row("g1", "orders", 1, 10),
+                                      partition_row("g1", "payments", 0, 5, lag_seconds=None, lag_seconds_method=None)])
+    series = scrape(state, partition_metrics=True)
+    methods = {dict(labels)["partition"] + "/" + dict(labels)["topic"]: dict(labels)["method"]
+               for (name, labels), value in series.items() if name == "kafka_consumergroup_lag_seconds_method"}
+    assert methods == {"0/orders": "measured", "1/orders": "interpolated"}, "none without a time lag"
+    seconds = {dict(labels)["partition"]: v for (name, labels), v in series.items()
+               if name == "kafka_consumergroup_lag_seconds" and dict(labels)["topic"] == "orders"}
+    assert seconds == {"0": 1_860.0, "1": 10.0}
