@@ -27,6 +27,7 @@ from . import events as ev
 from . import state_format, state_v1
 from ._base import resolve
 from .availability import AvailabilityTracker
+from .catch_up import group_catch_up, partition_catch_up
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, INTERPOLATED, MEASURED, EndOffsetHistory, EndOffsetSample
@@ -584,8 +585,10 @@ class GroupCoordinatorShard:
                 status, reason = Status.ERR, data_loss_reason(off, lwm)
             else:
                 status, reason = Status.OK, "replaying history: statuses are held until the log end is reached"
+            commits = status_rules.windows[i] if status_rules is not None else store.window_of(gid, topic, p)
             parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
                                          None if owner is None else owner.member_id, reason,
+                                         catch_up=partition_catch_up(lag, commits, ends_list, now),
                                          lag_seconds_method=method))
         topics: dict[str, list[ev.PartitionLag]] = {}
         for pl in parts:
@@ -615,7 +618,7 @@ class GroupCoordinatorShard:
             *(_lag_totals([t.sum_lag for t in topic_lags], [t.max_lag for t in topic_lags]) if topic_lags else (0, 0)),
             max((t.max_lag_seconds for t in topic_lags if t.max_lag_seconds is not None), default=None),
             group_status(p.status for p in parts), rebal, last_rb, cst, simple,
-            c)
+            c, catch_up=group_catch_up(p.catch_up for p in parts))
 
     # ---- state serialization -------------------------------------------------------------------------------
 
