@@ -2,7 +2,7 @@
 
 Both rates come from what the model already keeps per partition: the commit window (``(commit time, committed
 offset)``, the last few commits) and the end-offset history (``(heartbeat time, end offset)``). Over one span, from
-the oldest commit of the window to ``now``:
+the oldest commit of the window that the history covers to ``now``:
 
 * consumption rate = (newest committed offset - oldest committed offset) / span;
 * production rate = (end offset at ``now`` - end offset at the span's start, interpolated in the history) / span;
@@ -10,8 +10,9 @@ the oldest commit of the window to ``now``:
 
 The span ends at ``now``, not at the newest commit, so a consumer that stopped committing slows down as the
 silence grows and soon counts as not catching up, while one that commits every few seconds loses almost nothing.
-A partition without lag has caught up (0 s). Too little to go on (fewer than two commits, no end-offset history,
-a span under :data:`MIN_SPAN_MS`) is *unknown*, never a guess.
+A partition without lag has caught up (0 s). Too little to go on (fewer than two commits since the history's first
+sample, which is taken when the group's first commit makes the model track the topic; no end-offset history; a span
+under :data:`MIN_SPAN_MS`) is *unknown*, never a guess.
 
 A group has caught up when its slowest partition has: the group's time is the largest of its partitions', and a
 group with one lagging partition that is not catching up is not catching up.
@@ -68,14 +69,18 @@ def partition_catch_up(lag: int | None, commits: Sequence[tuple[int, int]], ends
         return UNKNOWN
     if lag <= 0:
         return CAUGHT_UP
-    if len(commits) < 2 or not ends:
+    if not ends:
+        return UNKNOWN
+    # Production is known from the history's first sample on: the span starts at the oldest commit since then.
+    commits = [c for c in commits if c[0] >= ends[0][0]]
+    if len(commits) < 2:
         return UNKNOWN
     start_ms, start_offset = commits[0]
     span_ms = now_ms - start_ms
     if span_ms < MIN_SPAN_MS:
         return UNKNOWN
     start_end = _end_at(ends, start_ms)
-    if start_end is None:  # the history begins after the window: production over the span is not known
+    if start_end is None:
         return UNKNOWN
     end_now = _end_at(ends, now_ms)
     consumed = max(0, commits[-1][1] - start_offset)

@@ -38,6 +38,9 @@ def test_no_lag_is_caught_up_and_too_little_data_is_unknown():
     assert partition_catch_up(5, [(59_000, 1), (59_500, 9)], ENDS, 60_000) == UNKNOWN  # span too short
     late = [(30_000, 100), (60_000, 100)]
     assert partition_catch_up(5, [(10_000, 1), (20_000, 9)], late, 60_000) == UNKNOWN  # history starts later
+    # commits before the history's first sample are left out: the span starts at the first one it covers
+    assert partition_catch_up(300, [(20_000, 0), (40_000, 600), (60_000, 1200)], [(30_000, 100), (60_000, 400)],
+                              60_000) == CatchUp(True, pytest.approx(15.0))
 
 
 def test_idle_producer_catches_up_at_the_consumption_rate():
@@ -51,3 +54,25 @@ def test_group_is_its_slowest_partition_and_not_catching_up_wins():
     assert group_catch_up([CatchUp(True, 30.0), UNKNOWN]) == UNKNOWN
     assert group_catch_up([UNKNOWN, NOT_CATCHING_UP, CatchUp(True, 1.0)]) == NOT_CATCHING_UP
     assert group_catch_up([]) == CatchUp(True, 0.0)
+
+
+def test_the_shard_reports_each_partitions_and_its_groups_catch_up():
+    # Wiring through the model: heartbeats every 5 s with 10 records/s produced, a fast consumer (30/s) on
+    # partition 0 and a slow one (5/s) on partition 1 of the same group; a snapshot carries both figures.
+    from streaming.model.shard import GroupCoordinatorShard
+
+    shard = GroupCoordinatorShard(0)
+    offset = 0
+    for t in range(0, 60_001, 5_000):
+        shard.apply_heartbeat(t, {("orders", 0): 2000 + t // 100, ("orders", 1): 2000 + t // 100})
+        if t >= 30_000:
+            for partition, rate in ((0, 30), (1, 5)):
+                shard.replay_offset_commit(offset, "g", "orders", partition, 1000 + rate * (t - 30_000) // 1000,
+                                           0, "", t, t)
+                offset += 1
+    g = next(x for x in shard.snapshot(60_000).groups if x.group_id == "g")
+    fast, slow = sorted(g.partitions, key=lambda p: p.partition)
+    # fast: lag 2600 - 1900 = 700, consuming 900 and producing 300 over 30 s: 20/s net, 35 s
+    assert fast.catch_up.catching_up is True and fast.catch_up.seconds == pytest.approx(35.0)
+    assert slow.catch_up == NOT_CATCHING_UP
+    assert g.catch_up == NOT_CATCHING_UP
