@@ -153,6 +153,9 @@ class MetricsSettings(_Section):
     port: int = Field(9308, ge=0, le=65535)
     partition_metrics: bool = False
     enabled: bool = True
+    # Series under the names and labels of other exporters as well, for their dashboards and alert rules
+    # (streaming/sinks/compat_catalogue.py): kafka_lag_exporter, kafka_exporter.
+    compat: list[Literal["kafka_lag_exporter", "kafka_exporter"]] = []
     # /ready says 503 with the reason when no micro-batch completed for this long, or when the newest heartbeat
     # the model applied is older than this: a caught-up job whose query hangs is not ready.
     ready_max_batch_age_seconds: float = Field(300.0, gt=0)

@@ -103,7 +103,7 @@ class MetricsFeed:
                                     max_batch_age_s=m.ready_max_batch_age_seconds,
                                     max_heartbeat_age_s=m.ready_max_heartbeat_age_seconds,
                                     kafka_silence=first.kafka_silence,
-                                    max_kafka_silence_s=m.ready_max_kafka_silence_seconds)
+                                    max_kafka_silence_s=m.ready_max_kafka_silence_seconds, compat=m.compat)
         self.api = ApiServer(self._api_sources, host=settings.api.host, port=settings.api.port) \
             if settings.api.enabled else None
         self._sources: dict[str, ClusterSource] = {}

@@ -282,6 +282,7 @@ class PartitionLag:
     owner: str | None
     status_reason: str = ""
     catch_up: CatchUp = UNKNOWN  # time to work off the lag at the current rates (model/catch_up.py)
+    log_start: int | None = None  # the partition's low watermark at the latest heartbeat (None before one)
     lag_seconds_method: str | None = None  # "measured" or "interpolated" (model/lag.py); None without lag_seconds
 
 

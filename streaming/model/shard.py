@@ -589,6 +589,7 @@ class GroupCoordinatorShard:
             parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
                                          None if owner is None else owner.member_id, reason,
                                          catch_up=partition_catch_up(lag, commits, ends_list, now),
+                                         log_start=lwm if lwm >= 0 else None,
                                          lag_seconds_method=method))
         topics: dict[str, list[ev.PartitionLag]] = {}
         for pl in parts:

@@ -258,6 +258,7 @@ class PartitionView(NamedTuple):
     catch_up_seconds: float | None = None  # as GroupView's
     catching_up: bool | None = None
     lag_seconds_method: str | None = None  # "measured" or "interpolated" (the lag table's column)
+    log_start_offset: int | None = None  # the low watermark (where the partition's log starts), as of the row
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> PartitionView:
@@ -267,7 +268,8 @@ class PartitionView(NamedTuple):
                    _interned(row.get("owner")), epoch_ms(row.get("commit_time")),
                    bool(row.get("lag_seconds_lower_bound")), bool(row.get("data_loss_risk")),
                    _interned(row.get("status_reason")), _float(row.get("catch_up_seconds")),
-                   _bool(row.get("catching_up")), _interned(row.get("lag_seconds_method")))
+                   _bool(row.get("catching_up")), _interned(row.get("lag_seconds_method")),
+                   log_start_offset=_int(row.get("log_start_offset")))
 
 
 @dataclass(frozen=True, slots=True)

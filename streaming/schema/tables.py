@@ -116,6 +116,7 @@ LAG = pa.schema(
         # unknown (model/catch_up.py). Last, so a table written before them gains them at its end.
         ("catch_up_seconds", pa.float64()),
         ("catching_up", pa.bool_()),
+        ("log_start_offset", pa.int64()),  # the low watermark: where the partition's log starts now
         # how lag_seconds was found: "measured" (the oldest unprocessed record's age) or "interpolated" (from the
         # end-offset history); null without lag_seconds. A table written before it gains it (null in old rows).
         ("lag_seconds_method", pa.string()),
@@ -352,6 +353,7 @@ def partition_rows(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int) -> li
             "lag_seconds_method": p.lag_seconds_method,
             "catch_up_seconds": p.catch_up.seconds,
             "catching_up": p.catch_up.catching_up,
+            "log_start_offset": p.log_start,
         }
         for p in snapshot.partitions
     ]

@@ -9,11 +9,12 @@ is the catalogue's (``metric_catalogue.METRICS``); this module only walks it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from streaming.sinks.metric_catalogue import METRICS, MetricSpec, Scrape
+from streaming.sinks.compat_catalogue import exported
+from streaming.sinks.metric_catalogue import MetricSpec, Scrape
 from streaming.sinks.state_store import MetricsState
 
 __all__ = ["GroupscopeCollector", "KafkaUp"]
@@ -47,13 +48,18 @@ class GroupscopeCollector:
     """Serves every cluster of a deployment from one registry (one registry cannot hold two collectors of the same
     families); their series differ by the ``cluster`` label.
 
-    ``clock`` (Unix seconds) is injected so ages are testable; the collector holds no other state.
+    ``clock`` (Unix seconds) is injected so ages are testable; the collector holds no other state. ``compat``: the
+    compatibility flavours served beside groupscope's own series (``compat_catalogue.py``).
+
+    Raises:
+        ValueError: an unknown compatibility flavour.
     """
 
     def __init__(self, state: MetricsState, *, cluster: str, partition_metrics: bool = False,
-                 clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | KafkaUp | None = None
-                 ) -> None:
+                 clock: Callable[[], float] = time.time, kafka_up: Callable[[], bool | None] | KafkaUp | None = None,
+                 compat: Iterable[str] = ()) -> None:
         self.partition_metrics = partition_metrics
+        self.metrics = exported(compat)
         self.clock = clock
         self._version = _version()
         self.clusters: dict[str, tuple[MetricsState, KafkaUp]] = {}
@@ -78,7 +84,7 @@ class GroupscopeCollector:
         return next(iter(self.clusters))
 
     def _specs(self) -> list[MetricSpec]:
-        return [s for s in METRICS if s.scope != "partition" or self.partition_metrics]
+        return [s for s in self.metrics if s.scope != "partition" or self.partition_metrics]
 
     def describe(self) -> Iterator[Metric]:
         """The families without samples, so registering never runs a full collect."""

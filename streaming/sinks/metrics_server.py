@@ -8,7 +8,7 @@ module holds the per-cluster wiring and the HTTP paths.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -41,10 +41,11 @@ class MetricsServer(BackgroundHttpServer):
                  max_batch_age_s: float | None = None, max_heartbeat_age_s: float | None = None,
                  heartbeat_problem: Callable[[], str | None] | None = None,
                  kafka_silence: Callable[[], float | None] | None = None,
-                 max_kafka_silence_s: float | None = None) -> None:
+                 max_kafka_silence_s: float | None = None, compat: Sequence[str] = ()) -> None:
         """The limits are the :class:`ReadinessPolicy`'s. ``heartbeat_problem``: why no heartbeat can be emitted
         though Kafka answers (its topic cannot be created), added to a not-ready reason. ``kafka_silence``: seconds
-        since the heartbeat emitter last reached Kafka (``groupscope_kafka_unreachable_seconds``)."""
+        since the heartbeat emitter last reached Kafka (``groupscope_kafka_unreachable_seconds``). ``compat``: the
+        compatibility flavours (``metrics.compat``) served beside groupscope's own series."""
         super().__init__(host=host, port=port)
         self.policy = ReadinessPolicy(max_batch_age_s, max_heartbeat_age_s, max_kafka_silence_s)
         self.clock = clock
@@ -53,7 +54,7 @@ class MetricsServer(BackgroundHttpServer):
         self._wire(cluster, kafka_silence, heartbeat_problem)
         self.registry = CollectorRegistry()
         self.collector = GroupscopeCollector(state, cluster=cluster, partition_metrics=partition_metrics,
-                                             clock=clock, kafka_up=self._kafka(cluster, kafka_up))
+                                             clock=clock, kafka_up=self._kafka(cluster, kafka_up), compat=compat)
         self.registry.register(self.collector)
         if process_metrics:
             from prometheus_client import ProcessCollector

@@ -808,11 +808,19 @@ def test_each_metric_name_is_written_once_in_the_code():
     leave an exporter behind that still writes the old name."""
     from pathlib import Path
 
+    from streaming.sinks.compat_catalogue import COMPAT
+
     root = Path(__file__).resolve().parents[2] / "streaming"
     texts = {str(p.relative_to(root.parent)): p.read_text() for p in root.rglob("*.py")}
+    # A name another exporter also uses is written once more where that exporter's flavour is declared: the other
+    # tool fixed it, and the flavour's spec replaces groupscope's when on (compat_catalogue.py).
+    flavoured = {s.name for specs in COMPAT.values() for s in specs}
     for spec in METRICS:
         where = {path: text.count(f'"{spec.name}"') for path, text in texts.items() if f'"{spec.name}"' in text}
-        assert where == {"streaming/sinks/metric_catalogue.py": 1}, (spec.name, where)
+        expected = {"streaming/sinks/metric_catalogue.py": 1}
+        if spec.name in flavoured:
+            expected["streaming/sinks/compat_catalogue.py"] = 1
+        assert where == expected, (spec.name, where)
 
 
 def test_each_partitions_time_lag_says_how_it_was_found():
