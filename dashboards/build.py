@@ -51,6 +51,12 @@ STATUSES = (("OK", "green"), ("WARN", "yellow"), ("STALL", "orange"), ("STOP", "
 STATUS_MAPPING = dm.ValueMap({str(i): dm.ValueMappingResult(text=name, color=color, index=i)
                               for i, (name, color) in enumerate(STATUSES)})
 
+# Time to catch up: +Inf (consumed no faster than produced) reads as words, not "Infinity".
+NOT_CATCHING_UP = dm.RangeMap(dm.DashboardRangeMapOptions(
+    from_val=1e308, result=dm.ValueMappingResult(text="not catching up", color="red", index=0)))
+CATCH_UP_COLUMN = [dm.DynamicConfigValue(id_val="unit", value="s"),
+                   dm.DynamicConfigValue(id_val="mappings", value=[NOT_CATCHING_UP])]
+
 # A flat 0 labelled group="(none)": "or on() NO_GROUP" keeps a panel of rare events from showing "no data".
 NO_GROUP = 'label_replace(vector(0), "group", "(none)", "", "")'
 
@@ -235,15 +241,17 @@ def overview() -> db.Dashboard:
     groups_table = tabular(
         ids, "Groups", "One row per group; click a group for its drill-down.",
         {"A": "status", "B": "lag (records)", "C": "worst partition lag", "D": "time lag", "E": "members",
-         "F": "generation / epoch"},
+         "F": "generation / epoch", "G": "catch up"},
         q(f"kafka_consumergroup_status{{{sel}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_group_sum_lag{{{sel}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_group_max_lag{{{sel}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_group_max_lag_seconds{{{sel}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_members{{{sel}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_generation{{{sel}}}", instant=True, table_format=True),
+        q(f"kafka_consumergroup_catch_up_seconds{{{sel}}}", instant=True, table_format=True),
     )
     groups_table = (groups_table
+                    .override_by_name("catch up", CATCH_UP_COLUMN)
                     .override_by_name("status", [dm.DynamicConfigValue(id_val="mappings", value=[STATUS_MAPPING])])
                     .override_by_name("time lag", [dm.DynamicConfigValue(id_val="unit", value="s")])
                     .override_by_name("group", [dm.DynamicConfigValue(id_val="links", value=[
@@ -380,14 +388,17 @@ def group() -> db.Dashboard:
                           f"partition) kafka_consumergroup_current_offset{{{g}}}", "end {{topic}}/{{partition}}"),
                         span=24))
     partitions = tabular(
-        ids, "Partitions", "Status, lag and committed offset of each partition." + OPT_IN,
-        {"A": "status", "B": "lag (records)", "C": "time lag", "D": "committed offset"},
+        ids, "Partitions", "Status, lag, committed offset and time to catch up at the current rates of each "
+        "partition." + OPT_IN,
+        {"A": "status", "B": "lag (records)", "C": "time lag", "D": "committed offset", "E": "catch up"},
         q(f"kafka_consumergroup_partition_status{{{gt}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_lag{{{gt}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_lag_seconds{{{gt}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_current_offset{{{gt}}}", instant=True, table_format=True),
+        q(f"kafka_consumergroup_partition_catch_up_seconds{{{gt}}}", instant=True, table_format=True),
     )
     d = d.with_panel(partitions
+                     .override_by_name("catch up", CATCH_UP_COLUMN)
                      .override_by_name("status", [dm.DynamicConfigValue(id_val="mappings", value=[STATUS_MAPPING])])
                      .override_by_name("time lag", [dm.DynamicConfigValue(id_val="unit", value="s")]))
 
