@@ -14,8 +14,8 @@ from protocol import builders as b
 from protocol.codec import decode_record, encode_record
 from streaming.commands.demo_stack import _group_rows
 from streaming.commands.status_view import (
-    COMPACT_COLUMNS, WHY_INDENT, compact_lines, format_lag_seconds, load_status, render_status, sort_by_severity,
-    status_table, verdict_columns,
+    COMPACT_COLUMNS, WHY_INDENT, catch_up_note, compact_lines, format_catch_up, format_lag_seconds, load_status,
+    render_status, sort_by_severity, status_table, verdict_columns,
 )
 from streaming.model.rules import UNJUDGED_REASON
 from streaming.model import events as ev
@@ -76,6 +76,41 @@ def test_lag_seconds_format():
     assert format_lag_seconds({"lag_seconds": 3600.4}) == "3,600"
     assert format_lag_seconds({"lag_seconds": 126.9, "lag_seconds_lower_bound": True}) == ">126"
     assert format_lag_seconds({"lag_seconds": None, "lag_seconds_lower_bound": True}) == "-"
+
+
+def test_catch_up_format():
+    assert format_catch_up({"catching_up": None}) == "-"
+    assert format_catch_up({"catching_up": False, "catch_up_seconds": None}) == "never"
+    assert format_catch_up({"catching_up": True, "catch_up_seconds": 430.0}) == "7 min"
+    assert catch_up_note({"lag": 5, "catching_up": False}) == "not catching up"
+    assert catch_up_note({"lag": 5, "catching_up": True, "catch_up_seconds": 35.0}) == "catches up in 35 s"
+    assert catch_up_note({"lag": 0, "catching_up": True, "catch_up_seconds": 0.0}) == ""  # nothing to say
+
+
+def test_catch_up_from_the_model_to_the_delta_table_to_status(tmp_path):
+    # 10 records/s produced; "fast" consumes 30/s, "slow" 5/s (heartbeats and commits every 5 s).
+    shard = GroupCoordinatorShard(3)
+    offset = 0
+    for t in range(0, 60_001, 5_000):
+        shard.apply_heartbeat(T0 + t, {("orders", 0): 2000 + t // 100})
+        for gid, start, rate in (("fast", 500, 30), ("slow", 1000, 5)):
+            shard.replay_offset_commit(offset, gid, "orders", 0, start + rate * t // 1000, 0, "", T0 + t, T0 + t)
+            offset += 1
+    now = T0 + 60_000
+    rows = [group_row(g, shard=3, now_ms=now) for g in shard.snapshot(now).groups]
+    sink = DeltaSink(tmp_path, app_id="t")
+    sink.write_batch(0, {"groups": pa.Table.from_pylist(rows, schema=GROUPS)})
+    status = {r["group"]: r for r in load_status(str(tmp_path), now=dt.datetime.fromtimestamp(now / 1000,
+                                                                                               dt.timezone.utc))}
+    assert status["slow"]["catching_up"] is False and status["slow"]["catch_up_seconds"] is None
+    # fast: lag 2600 - 2300 = 300 worked off at 30 - 10 = 20 records/s
+    assert status["fast"]["catching_up"] is True and status["fast"]["catch_up_seconds"] == 15.0
+    for width, fast_text in ((200, format_catch_up(status["fast"])), (80, "catches up in")):
+        console = Console(width=width, force_terminal=True, record=True, color_system=None)
+        render_status(list(status.values()), console=console)
+        text = console.export_text()
+        assert ("CATCH UP" in text) == (width == 200), width  # the compact form says it before the reason
+        assert ("never" if width == 200 else "not catching up") in text and fast_text in text, (width, text)
 
 
 def _replay(shard: GroupCoordinatorShard, offset: int, ts: int, record) -> None:
