@@ -95,7 +95,7 @@ def read_first_records(kafka: Mapping[str, str], ranges: list[OffsetRange], time
                         done += [k for k in todo if k[0] == m.topic()]
                     continue
                 r = todo.get(tp)
-                if r is not None and m.offset() >= r.start:
+                if r is not None and tp not in done and m.offset() >= r.start:  # the first of its partition only
                     if m.offset() < r.end:
                         found[tp] = (m.offset(), m.timestamp()[1])
                     else:
