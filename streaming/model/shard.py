@@ -341,63 +341,66 @@ class GroupCoordinatorShard:
             self._created(gid, gtype, offset, ts)
         return new
 
-    def _share(self, rec, offset, ts, pid, txn) -> None:
-        t, gid, value = rec.type, rec.key.group_id, rec.value
-        g = self._typed_group(ShareGroup, GroupType.SHARE, gid, value is not None, offset, ts)
-        if g is None:
-            return
-        T = RecordType
-        out = self._events
-        if t == T.SHARE_GROUP_METADATA:
-            if value is None:
-                if g.members or g.target:
-                    raise InconsistentRecord(f"share group {gid} tombstoned with members left")
-                self._remove_group(gid, offset, ts)
-            else:
-                g.replay_epoch(value.epoch, offset, ts, out)
-        elif t == T.SHARE_GROUP_PARTITION_METADATA:
-            topics = () if value is None else value.topics
-            for tm in topics:
-                self.topic_names[tm.topic_id] = tm.topic_name
-            g.subscription_metadata = {tm.topic_name: (tm.topic_id, tm.num_partitions) for tm in topics}
-        elif t == T.SHARE_GROUP_MEMBER_METADATA:
-            g.replay_member(rec.key.member_id, value, offset, ts, out)
-        elif t == T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
-            g.replay_target_epoch(None if value is None else value.assignment_epoch)
-        elif t == T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
-            g.replay_target_member(rec.key.member_id, None if value is None else value.topic_partitions)
-        elif t == T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
-            g.replay_current_assignment(rec.key.member_id, value, offset, ts, out)
-        elif t == T.SHARE_GROUP_STATE_PARTITION_METADATA and value is not None:
-            for info in (*getattr(value, "initializing_topics", ()), *value.initialized_topics,
-                         *value.deleting_topics):
+    # Share and streams groups: one handler per record type, each given the group the record's id names (got or
+    # created as Kafka's replay does it, by ``_typed`` in DISPATCH below).
+
+    def _share_metadata(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        if rec.value is None:
+            if g.members or g.target:
+                raise InconsistentRecord(f"share group {g.group_id} tombstoned with members left")
+            self._remove_group(g.group_id, offset, ts)
+        else:
+            g.replay_epoch(rec.value.epoch, offset, ts, self._events)
+
+    def _share_partition_metadata(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        topics = () if rec.value is None else rec.value.topics
+        for tm in topics:
+            self.topic_names[tm.topic_id] = tm.topic_name
+        g.subscription_metadata = {tm.topic_name: (tm.topic_id, tm.num_partitions) for tm in topics}
+
+    def _share_member(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        g.replay_member(rec.key.member_id, rec.value, offset, ts, self._events)
+
+    def _share_target_epoch(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        g.replay_target_epoch(None if rec.value is None else rec.value.assignment_epoch)
+
+    def _share_target_member(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        g.replay_target_member(rec.key.member_id, None if rec.value is None else rec.value.topic_partitions)
+
+    def _share_current_assignment(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        g.replay_current_assignment(rec.key.member_id, rec.value, offset, ts, self._events)
+
+    def _share_state_partition_metadata(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+        if rec.value is not None:
+            v = rec.value
+            for info in (*getattr(v, "initializing_topics", ()), *v.initialized_topics, *v.deleting_topics):
                 self.topic_names[info.topic_id] = info.topic_name
 
-    def _streams(self, rec, offset, ts, pid, txn) -> None:
-        t, gid, value = rec.type, rec.key.group_id, rec.value
-        g = self._typed_group(StreamsGroup, GroupType.STREAMS, gid, value is not None, offset, ts)
-        if g is None:
-            return
-        T = RecordType
-        out = self._events
-        if t == T.STREAMS_GROUP_METADATA:
-            if value is None:
-                if g.members or g.target:
-                    raise InconsistentRecord(f"streams group {gid} tombstoned with members left")
-                self._remove_group(gid, offset, ts)
-            else:
-                g.replay_epoch(value.epoch, offset, ts, out)
-        elif t == T.STREAMS_GROUP_TOPOLOGY:
-            g.replay_topology(value, offset, ts, out)
-        elif t == T.STREAMS_GROUP_MEMBER_METADATA:
-            g.replay_member(rec.key.member_id, value, offset, ts, out)
-        elif t == T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA:
-            g.replay_target_epoch(None if value is None else value.assignment_epoch, offset, ts, out)
-        elif t == T.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER:
-            g.replay_target_member(rec.key.member_id, value)
-        elif t == T.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT:
-            g.replay_current_assignment(rec.key.member_id, value, offset, ts, out)
-        # type 18 (trunk-only partition metadata) carries nothing the model needs
+    def _streams_metadata(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        if rec.value is None:
+            if g.members or g.target:
+                raise InconsistentRecord(f"streams group {g.group_id} tombstoned with members left")
+            self._remove_group(g.group_id, offset, ts)
+        else:
+            g.replay_epoch(rec.value.epoch, offset, ts, self._events)
+
+    def _streams_topology(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        g.replay_topology(rec.value, offset, ts, self._events)
+
+    def _streams_member(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        g.replay_member(rec.key.member_id, rec.value, offset, ts, self._events)
+
+    def _streams_target_epoch(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        g.replay_target_epoch(None if rec.value is None else rec.value.assignment_epoch, offset, ts, self._events)
+
+    def _streams_target_member(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        g.replay_target_member(rec.key.member_id, rec.value)
+
+    def _streams_current_assignment(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        g.replay_current_assignment(rec.key.member_id, rec.value, offset, ts, self._events)
+
+    def _streams_partition_metadata(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
+        """Type 18 (trunk-only partition metadata) carries nothing the model needs; the group is still made."""
 
     # ---- heartbeats ----------------------------------------------------------------------------------------
 
@@ -696,7 +699,25 @@ _GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerG
                   GroupType.STREAMS: StreamsGroup}
 
 _T = RecordType
+_S = GroupCoordinatorShard
 Handler = Callable[[GroupCoordinatorShard, CoordinatorRecord, int, int, int, bool], None]
+
+
+def _typed(cls, gtype: GroupType, apply: Callable) -> Handler:
+    """The handler of a share or streams record type: gets the group the record's id names, creating it for a
+    value (a tombstone of an unknown group is ignored), then ``apply(shard, group, record, offset, timestamp)``.
+
+    Raises (inside replay, reported as an Anomaly):
+        InconsistentRecord: the id belongs to a non-simple group of another type.
+    """
+
+    def handler(shard: GroupCoordinatorShard, rec: CoordinatorRecord, offset: int, ts: int, pid: int,
+                txn: bool) -> None:
+        g = shard._typed_group(cls, gtype, rec.key.group_id, rec.value is not None, offset, ts)
+        if g is not None:
+            apply(shard, g, rec, offset, ts)
+
+    return handler
 DISPATCH: dict[RecordType, Handler] = {
     _T.LEGACY_OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,  # same logical key space as type 1 (docs/kafka-formats.md#coordinator-records)
     _T.OFFSET_COMMIT: GroupCoordinatorShard._offset_commit,
@@ -708,14 +729,22 @@ DISPATCH: dict[RecordType, Handler] = {
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: GroupCoordinatorShard._cg_target_member,
     _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: GroupCoordinatorShard._cg_current_assignment,
     _T.CONSUMER_GROUP_REGULAR_EXPRESSION: GroupCoordinatorShard._cg_regex,
-    **{t: GroupCoordinatorShard._share for t in (
-        _T.SHARE_GROUP_PARTITION_METADATA, _T.SHARE_GROUP_MEMBER_METADATA, _T.SHARE_GROUP_METADATA,
-        _T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, _T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
-        _T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.SHARE_GROUP_STATE_PARTITION_METADATA)},
-    **{t: GroupCoordinatorShard._streams for t in (
-        _T.STREAMS_GROUP_METADATA, _T.STREAMS_GROUP_PARTITION_METADATA, _T.STREAMS_GROUP_MEMBER_METADATA,
-        _T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, _T.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
-        _T.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.STREAMS_GROUP_TOPOLOGY)},
+    **{t: _typed(ShareGroup, GroupType.SHARE, apply) for t, apply in (
+        (_T.SHARE_GROUP_METADATA, _S._share_metadata),
+        (_T.SHARE_GROUP_PARTITION_METADATA, _S._share_partition_metadata),
+        (_T.SHARE_GROUP_MEMBER_METADATA, _S._share_member),
+        (_T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, _S._share_target_epoch),
+        (_T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, _S._share_target_member),
+        (_T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, _S._share_current_assignment),
+        (_T.SHARE_GROUP_STATE_PARTITION_METADATA, _S._share_state_partition_metadata))},
+    **{t: _typed(StreamsGroup, GroupType.STREAMS, apply) for t, apply in (
+        (_T.STREAMS_GROUP_METADATA, _S._streams_metadata),
+        (_T.STREAMS_GROUP_PARTITION_METADATA, _S._streams_partition_metadata),
+        (_T.STREAMS_GROUP_MEMBER_METADATA, _S._streams_member),
+        (_T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, _S._streams_target_epoch),
+        (_T.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER, _S._streams_target_member),
+        (_T.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, _S._streams_current_assignment),
+        (_T.STREAMS_GROUP_TOPOLOGY, _S._streams_topology))},
 }
 
 
