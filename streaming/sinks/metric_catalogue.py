@@ -1,7 +1,8 @@
 """The catalogue of what ``/metrics`` exports: each metric once, with its type, labels, meaning and where its
 samples come from.
 
-Names follow the families Kafka Lag Exporter and kafka_exporter users already query
+Names follow the ``kafka_consumergroup_*`` families of other lag exporters, with groupscope's own labels (their exact
+names and labels are the opt-in flavours of ``compat_catalogue.py``)
 (docs/design-notes.md#metrics-lifecycle); every series carries a ``cluster`` label. Group-level series are always on; per-partition and per-member series are
 opt-in (``partition_metrics``), because they multiply cardinality by partitions and churn with member ids. Monitor
 series describe the job itself. Dashboards, alert rules, ``docs/metrics.md`` and their tests are checked against
