@@ -346,7 +346,18 @@ class GroupscopeJob:
             self.stop()
             raise
 
+    def _packages(self):
+        """The Spark packages this job's writers and sources need (a missing Python half is one line, before
+        anything starts)."""
+        from streaming.spark.packages import needed_packages
+
+        return needed_packages(
+            delta_spark=any(r.settings.delta.enabled and r.settings.delta.writer == "delta-spark"
+                            for r in self.clusters),
+            builtin_kafka=any(r.settings.source.builtin_kafka_source for r in self.clusters))
+
     def _start_services(self) -> None:
+        self._packages()
         s = self.clusters[0].settings
         if s.metrics.enabled:
             from streaming.job.metrics_feed import MetricsFeed
@@ -397,9 +408,14 @@ class GroupscopeJob:
             conf.setdefault("spark.scheduler.mode", "FAIR")
             if master == type(sp)().master:
                 master = f"local[{2 * len(self.clusters)}]"
+        from streaming.spark.packages import check_session, session_conf
+
+        packages = self._packages()
+        conf = session_conf(packages, conf, shuffle_partitions=sp.shuffle_partitions)
         self.spark = build_session(master=master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
                                    driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log,
                                    class_archive=sp.class_archive)
+        check_session(self.spark, packages)
         from streaming.spark.jvm_exit import quiet_accumulator_server
 
         quiet_accumulator_server(self.spark)
@@ -409,13 +425,17 @@ class GroupscopeJob:
 
     def _delta_spark(self, run: ClusterRun) -> None:
         s = run.settings
-        if s.delta.enabled and s.delta.writer == "delta-spark":
-            from streaming.sinks.delta_spark import DeltaSparkSink, delta_spark_available
+        if s.delta.enabled and s.delta.writer == "delta-spark" and run.sink.delta is None:
+            from streaming.sinks.delta_spark import DeltaSparkSink
 
-            if not delta_spark_available(self.spark):
-                raise RuntimeError("delta.writer is delta-spark but Delta's jars are not on Spark's classpath "
-                                   "(add io.delta:delta-spark to spark.jars.packages, or use delta.writer: deltalake)")
-            run.sink.delta = DeltaSparkSink(self.spark, s.delta.path, app_id=f"groupscope-{s.cluster}")
+            delta = DeltaSparkSink(self.spark, s.delta.path, app_id=f"groupscope-{s.cluster}")
+            refuse_tables_of_another_checkpoint(delta, s.spark.checkpoint)
+            run.sink.delta = delta
+            if s.delta.maintenance.enabled:
+                from streaming.sinks.delta_maintenance import DeltaMaintenance
+
+                run.maintenance = DeltaMaintenance(delta, s.delta.maintenance)
+                run._started.append(("delta maintenance", run.maintenance.stop))
 
     def _start_cluster(self, run: ClusterRun) -> None:
         """Starts what of ``run`` is not running: everything for a cluster that could not start, else its query."""

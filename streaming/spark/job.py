@@ -18,7 +18,7 @@ from streaming.job.step import StepConfig
 from .source import KafkaRangeSource
 from .stateful import OUTPUT_DDL, STATE_DDL, make_state_function
 
-__all__ = ["JobPlan", "step_config", "start_query", "executor_written_tables"]
+__all__ = ["JobPlan", "step_config", "start_query", "executor_written_tables", "builtin_source_assignment"]
 
 log = logging.getLogger("groupscope.job")
 
@@ -72,6 +72,20 @@ def executor_written_tables(settings: Settings, sink: BatchSink) -> frozenset[st
     return BULK_TABLES
 
 
+def builtin_source_assignment(settings: Settings, plan: JobPlan) -> str:
+    """The ``assign`` option of Spark's own ``kafka`` source: every partition of ``__consumer_offsets`` and of the
+    heartbeat topic, by name. With ``subscribe`` the consumer that looks up offsets on the driver joins a consumer
+    group of its own (``spark-kafka-source-...``), which the job then watches as one more group; assigned
+    partitions need no group. The heartbeat topic's partitions are looked up now (the emitter created it before
+    the query starts)."""
+    import json
+
+    from streaming.kafka.client import KafkaAccess
+
+    heartbeat = KafkaAccess(settings.kafka).partitions(plan.heartbeat_topic) or [0]
+    return json.dumps({plan.offsets_topic: list(range(plan.offsets_partitions)), plan.heartbeat_topic: heartbeat})
+
+
 def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, query_name: str = "groupscope",
                 segments: str | None = None):
     """Starts the streaming query of one cluster (``query_name`` is unique within the Spark application).
@@ -92,8 +106,11 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
         if src.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
     elif src.builtin_kafka_source:
+        # Spark's default offset reader (Kafka's Admin API) finds no offsets for an internal topic, and the query
+        # then reads nothing from __consumer_offsets, silently; the consumer-based reader it replaced finds them.
+        spark.conf.set("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "true")
         reader = (spark.readStream.format("kafka")
-                  .option("subscribe", f"{plan.offsets_topic},{plan.heartbeat_topic}")
+                  .option("assign", builtin_source_assignment(settings, plan))
                   .option("startingOffsets", src.starting_offsets)
                   .option("kafka.isolation.level", "read_committed")
                   .option("failOnDataLoss", "false"))

@@ -9,7 +9,7 @@ import tempfile
 import threading
 from typing import Callable, Mapping
 
-__all__ = ["build_session", "recording_class_archive", "stop_session", "DEFAULT_CONF"]
+__all__ = ["build_session", "launched_by_spark_submit", "recording_class_archive", "stop_session", "DEFAULT_CONF"]
 
 # Spark's own log4j2 configuration prints a banner ("Using Spark's default log4j profile", "Setting default log
 # level...") and library warnings on every start; groupscope reports what matters itself, so the JVM logs errors
@@ -95,7 +95,10 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master).appName(app_name)
+    submitted = launched_by_spark_submit()
+    # Under spark-submit the JVM and its master are the command line's: a master set here would replace it.
+    builder = SparkSession.builder if submitted else SparkSession.builder.master(master)
+    builder = builder.appName(app_name)
     settings = dict(DEFAULT_CONF)
     settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     settings["spark.driver.memory"] = driver_memory
@@ -105,7 +108,7 @@ def build_session(*, master: str = "local[2]", app_name: str = "groupscope", shu
         if "log4j2.configurationFile" not in settings.get(key, ""):
             settings[key] = f"{settings.get(key, '')} {log4j}".strip()
     archive = None
-    if class_archive and not _gateway_running():
+    if class_archive and not _gateway_running() and not submitted:
         from streaming.spark.class_archive import ClassArchive
 
         archive = ClassArchive.for_driver(extra_class_path=settings.get("spark.driver.extraClassPath", ""))
@@ -213,6 +216,12 @@ def _jvm_ignores_sigterm() -> Callable[[], None]:
         java_gateway.Popen = launch  # type: ignore[misc]
 
     return restore
+
+
+def launched_by_spark_submit() -> bool:
+    """True when ``spark-submit`` started this Python process: its JVM is running already, started with the
+    command line's master, jars and driver options, and hands its address down in the environment."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
 
 
 def _gateway_running() -> bool:

@@ -129,3 +129,48 @@ def test_optimize_and_vacuum_with_delta_spark(spark, written):
     assert configuration["delta.deletedFileRetentionDuration"] == "interval 0 hours"
     # The app transactions survive maintenance: the last batch is still recognised.
     assert set(sink.write_batch(2, _batches()[2]).values()) == {0}
+
+
+def test_a_missing_jar_is_one_line_naming_the_package(spark):
+    from streaming.spark.packages import JarsMissing, SparkPackages, check_session, kafka_coordinate
+
+    with pytest.raises(JarsMissing) as missing:  # this session has Delta's jars, not the Kafka connector
+        check_session(spark, SparkPackages(kafka=kafka_coordinate()))
+    assert "\n" not in str(missing.value)
+    assert f"spark.jars.packages (spark-submit --packages {kafka_coordinate()})" in str(missing.value)
+
+
+def test_deltas_jar_for_another_spark_is_one_line(spark):
+    from streaming.spark.packages import JarsMissing, SparkPackages, check_session, delta_coordinate
+
+    check_session(spark, SparkPackages(delta=delta_coordinate()))  # the jar on the classpath matches
+    with pytest.raises(JarsMissing) as mismatch:
+        check_session(spark, SparkPackages(delta="io.delta:delta-spark_4.1_2.13:4.1.0"))
+    assert "\n" not in str(mismatch.value)
+    assert "delta-spark 4.4.0 for Spark 4.2" in str(mismatch.value)
+    assert "put io.delta:delta-spark_4.1_2.13:4.1.0 on the classpath" in str(mismatch.value)
+
+
+@pytest.mark.parametrize("installed, expected", [
+    (None, "needs the delta-spark Python package for pyspark 4.2.0: pip install 'delta-spark==4.4.0'"),
+    ("4.4.1", "delta-spark 4.4.1 does not match pyspark 4.2.0"),
+])
+def test_a_missing_or_mismatched_delta_spark_package_is_one_line(monkeypatch, installed, expected):
+    from importlib import metadata
+
+    from streaming.spark import packages
+
+    real = metadata.version
+
+    def version(name: str) -> str:
+        if name != "delta-spark":
+            return real(name)
+        if installed is None:
+            raise metadata.PackageNotFoundError(name)
+        return installed
+
+    monkeypatch.setattr(packages.metadata, "version", version)
+    with pytest.raises(packages.JarsMissing) as failed:
+        packages.delta_coordinate()
+    assert "\n" not in str(failed.value) and expected in str(failed.value)
+    assert "pip install 'delta-spark==4.4.0'" in str(failed.value)
