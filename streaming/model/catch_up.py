@@ -49,10 +49,13 @@ CAUGHT_UP = CatchUp(True, 0.0)
 NOT_CATCHING_UP = CatchUp(False)
 
 
+def _time(sample: tuple[int, int]) -> int:
+    return sample[0]
+
+
 def _end_at(history: Sequence[tuple[int, int]], t_ms: int) -> float | None:
     """The end offset at ``t_ms``, interpolated between the history's samples (None before its first)."""
-    times = [t for t, _ in history]
-    i = bisect_right(times, t_ms)
+    i = bisect_right(history, t_ms, key=_time)
     if i == 0:
         return None
     if i == len(history):
@@ -72,7 +75,9 @@ def partition_catch_up(lag: int | None, commits: Sequence[tuple[int, int]], ends
     if not ends:
         return UNKNOWN
     # Production is known from the history's first sample on: the span starts at the oldest commit since then.
-    commits = [c for c in commits if c[0] >= ends[0][0]]
+    first = ends[0][0]
+    if commits and commits[0][0] < first:
+        commits = commits[bisect_right(commits, first - 1, key=_time):]
     if len(commits) < 2:
         return UNKNOWN
     start_ms, start_offset = commits[0]

@@ -27,7 +27,7 @@ from . import events as ev
 from . import state_format, state_v1
 from ._base import resolve
 from .availability import AvailabilityTracker
-from .catch_up import group_catch_up, partition_catch_up
+from .catch_up import UNKNOWN as CATCH_UP_UNKNOWN, group_catch_up, partition_catch_up
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .lag import DEFAULT_HISTORY, INTERPOLATED, MEASURED, EndOffsetHistory, EndOffsetSample
@@ -588,10 +588,12 @@ class GroupCoordinatorShard:
                 status, reason = Status.ERR, data_loss_reason(off, lwm)
             else:
                 status, reason = Status.OK, "replaying history: statuses are held until the log end is reached"
-            commits = status_rules.windows[i] if status_rules is not None else store.window_of(gid, topic, p)
+            # replaying history, the commit windows are old and not even read: catching up is not known
+            catch_up = (partition_catch_up(lag, status_rules.windows[i], ends_list, now) if status_rules is not None
+                        else CATCH_UP_UNKNOWN)
             parts.append(ev.PartitionLag(topic, p, off, epoch, md, cts, end, lag, secs, lower, loss, status,
                                          None if owner is None else owner.member_id, reason,
-                                         catch_up=partition_catch_up(lag, commits, ends_list, now),
+                                         catch_up=catch_up,
                                          log_start=lwm if lwm >= 0 else None,
                                          lag_seconds_method=method))
         topics: dict[str, list[ev.PartitionLag]] = {}
