@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pyarrow as pa
+import pytest
 
 from streaming.sinks.delta import DeltaSink
-from streaming.schema.tables import COMMITS, GROUPS
+from streaming.schema.tables import COMMITS, GROUPS, PARTITION_COLUMNS
 
 
 def commits(n: int, start: int = 0) -> pa.Table:
@@ -80,3 +83,49 @@ def test_an_older_groups_table_gains_the_catch_up_columns(tmp_path):
     sink.write_batch(0, newer_groups_batch())
     rows = {r["group_id"]: (r["catch_up_seconds"], r["catching_up"]) for r in sink.read("groups").to_pylist()}
     assert rows == {"a": (42.5, True), "b": (None, False)}
+
+
+# The lag table's lag_seconds_method came later too: both writers, and the data files executors write, add it to a
+# table written before it (null in its older rows).
+
+def lag_rows(methods: dict[int, str | None]) -> pa.Table:
+    from streaming.schema.tables import LAG
+
+    rows = [{**dict.fromkeys(LAG.names), "snapshot_time": 1_767_225_600_000, "shard": 1, "group_id": "g", "topic": "t",
+             "partition": p, "committed_offset": 1, "lag": 5, "lag_seconds": 60.0, "lag_seconds_method": m,
+             "status": "OK", "snapshot_date": dt.date(2026, 1, 1)} for p, m in methods.items()]
+    return pa.Table.from_pylist(rows, schema=LAG)
+
+
+def older_lag_table(path) -> None:
+    """A ``lag`` table as a version before ``lag_seconds_method`` wrote it (partition 0's row)."""
+    from deltalake import write_deltalake
+
+    old = lag_rows({0: None})
+    old = old.drop_columns(["lag_seconds_method"])
+    write_deltalake(str(path / "lag"), old, partition_by=PARTITION_COLUMNS["lag"])
+
+
+def methods_in(path) -> dict[int, str | None]:
+    return {r["partition"]: r["lag_seconds_method"] for r in DeltaSink(path, app_id="t").read("lag").to_pylist()}
+
+
+def test_an_older_lag_table_gains_the_method_column_from_the_driver_and_from_executors_files(tmp_path):
+    from streaming.sinks.delta_files import write_data_files
+
+    older_lag_table(tmp_path)
+    sink = DeltaSink(tmp_path, app_id="t")
+    sink.write_batch(0, {"lag": lag_rows({1: "measured"})})
+    sink.prepare_append_tables(["lag"])
+    sink.commit_files(1, "lag", write_data_files(str(tmp_path / "lag"), lag_rows({2: "interpolated"}),
+                                                 PARTITION_COLUMNS["lag"]))
+    assert methods_in(tmp_path) == {0: None, 1: "measured", 2: "interpolated"}
+
+
+@pytest.mark.spark
+def test_an_older_lag_table_gains_the_method_column_from_delta_spark(delta_spark_session, tmp_path):
+    from streaming.sinks.delta_spark import DeltaSparkSink
+
+    older_lag_table(tmp_path)
+    DeltaSparkSink(delta_spark_session, str(tmp_path), app_id="t").write_batch(0, {"lag": lag_rows({1: "measured"})})
+    assert methods_in(tmp_path) == {0: None, 1: "measured"}
