@@ -60,13 +60,17 @@ def _topic_partitions(s: Scrape, value: Callable[[PartitionView], int | None]) -
 
 def _kle_partition(value: Callable[[PartitionView], Value]) -> Row:
     """``cluster, cluster_name, group, topic, partition, member_host, consumer_id, client_id``: the member labels are
-    the owner's host, member id and client id, empty when no member holds the partition."""
+    the owner's host, member id and client id; ``unknown``, as Kafka Lag Exporter writes for a group without members,
+    when no member holds the partition."""
     def rows(s: Scrape):
         for gid, g, topic, n, p in _partitions(s):
             m = _owner(g, p)
-            yield ([s.cluster, s.cluster, gid, topic, str(n), m.host if m else "", p.owner or "",
-                    m.client_id if m else ""], value(p))
+            member = (m.host, m.member_id, m.client_id) if m else _NO_MEMBER
+            yield [s.cluster, s.cluster, gid, topic, str(n), *member], value(p)
     return rows
+
+
+_NO_MEMBER = ("unknown", "unknown", "unknown")
 
 
 def _kle_group(value: Callable[[GroupView], Value], simple: bool = True) -> Row:
