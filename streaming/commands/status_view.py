@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from streaming.model.rules import UNJUDGED_REASON, shown_status
 from streaming.schema.read_model import RECENT_WINDOW_MS, GroupActivity, GroupView, epoch_ms, group_activity
+from streaming.commands.table_sets import cluster_tables, configured_cluster_tables, last_write
 from streaming.sinks.delta import DeltaSink
 
 __all__ = ["load_status", "load_clusters_status", "cluster_tables", "configured_cluster_tables", "render_status", "status_table", "compact_lines", "verdict_columns", "sort_by_severity",
@@ -48,7 +49,6 @@ def load_status(delta_path: str, *, storage_options: Mapping[str, str] | None = 
     sink = DeltaSink(delta_path, storage_options=storage_options)
     groups = [GroupView.of_row(r) for r in sink.read("groups").to_pylist()]
     now = now or dt.datetime.now(dt.timezone.utc)
-    from streaming.commands.table_sets import last_write
 
     as_of = last_write(delta_path, storage_options=storage_options)
     stale = as_of is not None and now - as_of > STALE_AFTER
@@ -85,24 +85,6 @@ def shown_row(g: GroupView, activity: GroupActivity | None, since_ms: int) -> di
                            "storm_active": g.storm_active, "verdict": g.verdict, "verdict_reason": g.verdict_reason,
                            "verdict_lately": a.verdict_since(since_ms)}),
     }
-
-
-def cluster_tables(delta_path: str) -> list[tuple[str, str]]:
-    """The table sets of a deployment that watches several clusters, found under ``delta_path`` (each cluster's
-    tables are in a folder named after it): ``[(cluster, path), ...]``, empty when ``delta_path`` holds one set
-    itself or is not a local folder."""
-    root = Path(delta_path)
-    if "://" in delta_path or (root / "groups").exists() or not root.is_dir():
-        return []
-    return [(child.name, str(child)) for child in sorted(root.iterdir()) if (child / "groups").is_dir()]
-
-
-def configured_cluster_tables(settings) -> list[tuple[str, str]]:
-    """The table sets of a several-cluster deployment: each configured cluster's, or the cluster folders found
-    under ``delta.path``; empty for one cluster whose tables are ``delta.path`` itself."""
-    if settings.clusters:
-        return [(c.cluster, c.delta.path) for c in settings.cluster_settings()]
-    return cluster_tables(settings.delta.path)
 
 
 def load_clusters_status(tables: Iterable[tuple[str, str]], *, storage_options: Mapping[str, str] | None = None,

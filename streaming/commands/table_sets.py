@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["TableSets", "find_table_sets", "last_write"]
+__all__ = ["TableSets", "find_table_sets", "last_write", "cluster_tables", "configured_cluster_tables"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,27 @@ class TableSets:
     demo_looked: Path | None = None
 
 
+def cluster_tables(delta_path: str) -> list[tuple[str, str]]:
+    """The table sets of a deployment that watches several clusters, found under ``delta_path`` (each cluster's
+    tables are in a folder named after it): ``[(cluster, path), ...]``, empty when ``delta_path`` holds one set
+    itself or is not a local folder."""
+    root = Path(delta_path)
+    if "://" in delta_path or (root / "groups").exists() or not root.is_dir():
+        return []
+    return [(child.name, str(child)) for child in sorted(root.iterdir()) if (child / "groups").is_dir()]
+
+
+def configured_cluster_tables(settings) -> list[tuple[str, str]]:
+    """The table sets of a several-cluster deployment: each configured cluster's, or the cluster folders found
+    under ``delta.path``; empty for one cluster whose tables are ``delta.path`` itself."""
+    if settings.clusters:
+        return [(c.cluster, c.delta.path) for c in settings.cluster_settings()]
+    return cluster_tables(settings.delta.path)
+
+
 def find_table_sets(settings, delta_path: str | None) -> TableSets:
     """The table sets of ``settings`` (after ``--config`` and the variables); ``delta_path``: the ``--delta-path``
     flag, which names the tables outright (no fallback to the demo's)."""
-    from streaming.commands.status_view import cluster_tables, configured_cluster_tables
-
     root = settings.delta.path
     several = configured_cluster_tables(settings)
     if several:
