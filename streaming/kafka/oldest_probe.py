@@ -20,7 +20,10 @@ What is read, and why:
   lag in seconds, then the largest lag in offsets): on a cluster with many lagging partitions they are measured
   over several ticks, never in one burst; a read that did not finish in time goes to the back of the queue;
 * committed offsets below the log start are not read (retention took the record: the partition is at risk of data
-  loss, which the model says).
+  loss, which the model says);
+* at most ``max_kept`` answers are kept (and sent in every heartbeat): enough for the oldest few thousand lagging
+  offsets, and a heartbeat message stays well below Kafka's default limit of 1 MB (each answer is about 60 bytes of
+  JSON). Beyond it nothing new is read until groups catch up or move on.
 
 The timestamp is the record's own: the producer's clock where the topic keeps CreateTime (Kafka's default), the
 broker's where it keeps LogAppendTime. Where this monitor may not read a topic, that is said once per topic
@@ -29,6 +32,8 @@ broker's where it keeps LogAppendTime. Where this monitor may not read a topic, 
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -44,6 +49,8 @@ __all__ = ["Lagging", "FirstRecords", "OldestProbe", "read_first_records"]
 
 _TP = tuple[str, int]
 _Key = tuple[str, int, int]  # topic, partition, committed offset
+
+log = logging.getLogger("groupscope.heartbeat")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +133,16 @@ class _Wanted:
 class OldestProbe:
     """Which committed offsets to measure at a tick, and the oldest records to put in the heartbeat.
 
-    ``read(ranges, timeout_s)`` reads the first records (:func:`read_first_records` on a real cluster)."""
+    ``read(ranges, timeout_s)`` reads the first records (:func:`read_first_records` on a real cluster). :meth:`want`
+    is called from the driver's batch thread, the rest from the emitter's: the bookkeeping is under a lock, the read
+    is not."""
 
     def __init__(self, read: Callable[[list[OffsetRange], float], FirstRecords], *, max_partitions: int = 100,
-                 budget_s: float = 1.0, retry_after_s: float = 600.0,
+                 budget_s: float = 1.0, retry_after_s: float = 600.0, max_kept: int = 5000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.read = read
         self.max_partitions = max_partitions
+        self.max_kept = max_kept
         self.budget_s = budget_s
         self.clock = clock
         self.unreadable = UnreadableTopics(
@@ -142,9 +152,14 @@ class OldestProbe:
         self._wanted: dict[_Key, _Wanted] = {}
         self._measured: dict[_Key, tuple[int, int]] = {}  # -> (record offset, timestamp ms)
         self._nothing_until: dict[_Key, int] = {}  # nothing delivered from the committed offset up to this end
+        self._lock = threading.Lock()
 
     def want(self, shard: int, lagging: Iterable[Lagging]) -> None:
         """Replaces what one shard lists as lagging (every partition of its groups that is behind)."""
+        with self._lock:
+            self._want(shard, lagging)
+
+    def _want(self, shard: int, lagging: Iterable[Lagging]) -> None:
         self._by_shard[shard] = {(x.topic, x.partition, x.committed): x for x in lagging}
         items: dict[_Key, Lagging] = {}
         for listed in self._by_shard.values():
@@ -161,7 +176,12 @@ class OldestProbe:
         """Takes this tick's ``(high watermark, LSO, low watermark)`` per partition; returns the committed offsets
         to read now (as ranges up to the stable end), the oldest first, at most ``max_partitions`` and one per
         partition (several groups behind on one partition are read at successive ticks)."""
+        with self._lock:
+            return self._due(ends)
+
+    def _due(self, ends: Mapping[_TP, tuple[int, int, int]]) -> list[OffsetRange]:
         now = self.clock()
+        room = self.max_kept - len(self._measured)
         due: list[tuple[tuple, OffsetRange]] = []
         for key, w in self._wanted.items():
             e = ends.get(key[:2])
@@ -175,7 +195,7 @@ class OldestProbe:
         due.sort(key=lambda d: d[0], reverse=True)
         out: dict[_TP, OffsetRange] = {}  # one offset per partition a read (a consumer reads it from one position)
         for _, r in due:
-            if len(out) == self.max_partitions:
+            if len(out) >= min(self.max_partitions, room):
                 break
             out.setdefault((r.topic, r.partition), r)
         return list(out.values())
@@ -185,22 +205,34 @@ class OldestProbe:
         of ``budget_s`` behind the others."""
         if not ranges:
             return
-        answer = self.read(ranges, self.budget_s)
+        try:
+            answer = self.read(ranges, self.budget_s)
+        except Exception as exc:  # noqa: BLE001 - a probe never stops the heartbeat: these wait, as unanswered
+            log.debug("reading the oldest unprocessed records failed: %s", exc)
+            answer = FirstRecords({})
+        with self._lock:
+            self._note(ranges, answer)
+
+    def _note(self, ranges: list[OffsetRange], answer: FirstRecords) -> None:
         for topic, why in (answer.unreadable or {}).items():
             self.unreadable.failed(topic, why)
         later = self.clock() + 10 * self.budget_s
         for r in ranges:
             tp, key = (r.topic, r.partition), (r.topic, r.partition, r.start)
+            if key not in self._wanted:
+                continue  # the group moved on while it was read
             if tp in answer.found:
                 self._measured[key] = answer.found[tp]
             elif tp in answer.exhausted:
                 self._nothing_until[key] = r.end
-            elif key in self._wanted and r.topic not in (answer.unreadable or {}):
+            elif r.topic not in (answer.unreadable or {}):
                 self._wanted[key].retry_at = later
 
     def oldest(self) -> list[OldestRecord]:
         """Every measured record still wanted, for this tick's heartbeat."""
-        return [OldestRecord(t, p, c, offset, ts) for (t, p, c), (offset, ts) in sorted(self._measured.items())
+        with self._lock:
+            measured = sorted(self._measured.items())
+        return [OldestRecord(t, p, c, offset, ts) for (t, p, c), (offset, ts) in measured
                 if ts >= 0]
 
 

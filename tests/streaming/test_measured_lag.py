@@ -97,6 +97,17 @@ def test_the_oldest_are_read_first_at_most_max_partitions_a_tick_and_each_offset
     assert probe.oldest() == [OldestRecord("t", p, 50, 50, T0 + 50) for p in range(5)]
 
 
+def test_what_is_kept_and_sent_in_every_heartbeat_is_bounded():
+    answers = Answers({("t", p): {50: T0} for p in range(3)})
+    probe = OldestProbe(answers, max_kept=2)
+    probe.want(0, [Lagging("t", p, 50, 50, float(p)) for p in range(3)])
+    ends = _ends(*[("t", p) for p in range(3)])
+    probe.probe(probe.due(ends))
+    assert [o.partition for o in probe.oldest()] == [1, 2] and probe.due(ends) == []
+    probe.want(0, [Lagging("t", p, 50, 50, float(p)) for p in range(2)])  # partition 2's group caught up
+    assert probe.due(ends) == [OffsetRange("t", 0, 50, 100)]
+
+
 def test_a_group_that_moves_on_is_measured_at_its_new_offset_and_its_old_one_is_forgotten():
     answers = Answers({("t", 0): {o: T0 + o for o in range(100)}})
     probe = OldestProbe(answers)
@@ -153,6 +164,22 @@ def test_a_read_that_does_not_finish_in_time_lets_the_others_go_first():
     probe.probe(probe.due(ends))
     now[0] = 11.0
     assert [r.partition for r in probe.due(ends)] == [0], "tried again a few ticks later"
+
+
+def test_a_failed_read_never_stops_the_heartbeat_and_a_group_that_moved_on_meanwhile_is_not_kept():
+    now = [0.0]
+    answers = Answers({("t", 0): {50: T0}})
+    probe = OldestProbe(lambda ranges, timeout_s: (_ for _ in ()).throw(RuntimeError("broker gone")),
+                        clock=lambda: now[0])
+    probe.want(0, [Lagging("t", 0, 50, 50, 1.0)])
+    probe.probe(probe.due(_ends(("t", 0))))
+    assert probe.oldest() == [] and probe.due(_ends(("t", 0))) == []
+    now[0] = 11.0
+    due = probe.due(_ends(("t", 0)))
+    probe.read = answers
+    probe.want(0, [Lagging("t", 0, 60, 40, 1.0)])  # the batch thread: the group committed again during the read
+    probe.probe(due)
+    assert probe.oldest() == []
 
 
 def test_a_topic_it_may_not_read_is_said_once_and_left_to_interpolation(caplog):
