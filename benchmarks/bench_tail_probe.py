@@ -13,9 +13,6 @@ the partitions read so far and the quiet rows the heartbeat carried. Usage::
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import statistics
 import sys
 import time
@@ -26,8 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from confluent_kafka import Producer  # noqa: E402
 
+from emitter_bench import arguments, cluster, timed_tick  # noqa: E402 - beside this file
 from streaming.kafka.heartbeat import HeartbeatEmitter  # noqa: E402
-from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 
 
 def fill(bootstrap: str, topics: int, partitions: int, records: int, transactional: int) -> None:
@@ -53,11 +50,7 @@ def run(bootstrap: str, probe: bool, ticks: int) -> list[tuple[float, int, int]]
                                include="^topic-", check_topic_config=False, probe_tails=probe)
     out = []
     for _ in range(ticks):
-        started = time.perf_counter()
-        ok = emitter.tick()
-        elapsed = time.perf_counter() - started
-        if not ok:
-            raise SystemExit(f"heartbeat tick failed: {emitter.status.last_error}")
+        elapsed = timed_tick(emitter)
         tails = emitter.tails
         seen = 0 if tails is None else len(tails._kind)  # noqa: SLF001 - a benchmark may look inside
         quiet = 0 if tails is None else len(tails.quiet({k: (e.end, e.end, 0) for k, e in tails._tails.items()}))  # noqa: SLF001
@@ -67,21 +60,12 @@ def run(bootstrap: str, probe: bool, ticks: int) -> list[tuple[float, int, int]]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--topics", type=int, default=20)
-    ap.add_argument("--partitions", type=int, default=100)
-    ap.add_argument("--records", type=int, default=50)
+    ap = arguments(__doc__, topics=20, records=50, ticks_help="default: enough to look at every partition, plus 2")
     ap.add_argument("--transactional", type=int, default=2)
-    ap.add_argument("--ticks", type=int, default=0, help="default: enough to look at every partition, plus 2")
     a = ap.parse_args()
     total = a.topics * a.partitions
     ticks = a.ticks or total // 200 + 4
-    print(f"machine: {os.cpu_count()} cores {platform.machine()}, Python {platform.python_version()}")
-    with MockCluster(1) as mc:
-        for t in range(a.topics):
-            mc.create_topic(f"topic-{t}", a.partitions)
-        for name in ("hb-on", "hb-off"):
-            mc.create_topic(name, 1)
+    with cluster(a.topics, a.partitions) as mc:
         started = time.perf_counter()
         fill(mc.bootstrap_servers, a.topics, a.partitions, a.records, a.transactional)
         print(f"{a.topics} topics x {a.partitions} partitions ({total} partitions, {a.transactional} topics "

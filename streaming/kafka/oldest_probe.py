@@ -22,8 +22,8 @@ What is read, and why:
 * committed offsets below the log start are not read (retention took the record: the partition is at risk of data
   loss, which the model says);
 * at most ``max_kept`` answers are kept (and sent in every heartbeat): enough for the oldest few thousand lagging
-  offsets, and a heartbeat message stays well below Kafka's default limit of 1 MB (each answer is about 60 bytes of
-  JSON). Beyond it nothing new is read until groups catch up or move on.
+  offsets, and a heartbeat message stays well below Kafka's default limit of 1 MB (each answer is about 35 bytes of
+  JSON, ``benchmarks/bench_oldest_probe.py``). Beyond it nothing new is read until groups catch up or move on.
 
 The timestamp is the record's own: the producer's clock where the topic keeps CreateTime (Kafka's default), the
 broker's where it keeps LogAppendTime. Where this monitor may not read a topic, that is said once per topic
