@@ -2,8 +2,10 @@
 
 The stateful model only sees what arrives on Kafka, so end offsets come to it as data, stamped with the emitter's
 clock: lag for silent groups, a steady tick for stall/stop detection and time lag, and the high watermark and LSO
-of ``__consumer_offsets`` itself so the job can say how far behind it is and why. Runs as a thread in the driver of
-``groupscope run`` or alone as ``groupscope heartbeat``. A failed tick is retried and never stops the thread; an
+of ``__consumer_offsets`` itself so the job can say how far behind it is and why; where it read them, the quiet
+tails of transactional partitions (``tail_probe``) and the timestamps of the oldest records lagging groups have not
+processed (``oldest_probe``, for the offsets the job hands it with :meth:`HeartbeatEmitter.want_oldest`). Runs as a
+thread in the driver of ``groupscope run`` or alone as ``groupscope heartbeat``. A failed tick is retried and never stops the thread; an
 outage is said once when it begins and once when it ends (:class:`~.client.Reachability`), the failed ticks in
 between only at DEBUG.
 """
