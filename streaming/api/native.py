@@ -113,6 +113,7 @@ def _group_summary(group_id: str, g: GroupView) -> Body:
         "max_lag": g.max_lag,
         "max_lag_seconds": g.max_lag_seconds,
         "max_lag_seconds_lower_bound": g.max_lag_seconds_lower_bound,
+        "max_lag_seconds_method": g.max_lag_seconds_method,
         "catch_up_seconds": g.catch_up_seconds,
         "catching_up": g.catching_up,
         "data_loss_partitions": g.data_loss_partitions,

@@ -152,6 +152,7 @@ class GroupView:
     max_lag: int | None = None
     max_lag_seconds: float | None = None
     max_lag_seconds_lower_bound: bool = False
+    max_lag_seconds_method: str | None = None  # how max_lag_seconds was found: its partition's method
     status: Status | None = None  # None: not judged (see the module's docstring)
     status_reason: str | None = None
     data_loss_partitions: int = 0
@@ -207,6 +208,7 @@ class GroupView:
             max_lag=_int(row.get("max_lag")),
             max_lag_seconds=_float(row.get("max_lag_seconds")),
             max_lag_seconds_lower_bound=bool(row.get("max_lag_seconds_lower_bound")),
+            max_lag_seconds_method=_text(row.get("max_lag_seconds_method")),
             status=judged_status(row.get("status"), sum_lag),
             status_reason=_text(row.get("status_reason")),
             data_loss_partitions=_int(row.get("data_loss_partitions")) or 0,

@@ -183,6 +183,8 @@ GROUPS = pa.schema(
         # of the slowest partition, as in ``lag`` (null seconds: not catching up or unknown; null flag: unknown)
         ("catch_up_seconds", pa.float64()),
         ("catching_up", pa.bool_()),
+        # how the max_lag_seconds was found (that partition's lag_seconds_method); null without it
+        ("max_lag_seconds_method", pa.string()),
     ]
 )
 
@@ -319,7 +321,14 @@ def group_row(snapshot: ev.GroupSnapshot, *, shard: int, now_ms: int, deleted: b
         "updated_time": now_ms,
         "catch_up_seconds": snapshot.catch_up.seconds,
         "catching_up": snapshot.catch_up.catching_up,
+        "max_lag_seconds_method": _method_of_max(snapshot.partitions),
     }
+
+
+def _method_of_max(partitions: Iterable[ev.PartitionLag]) -> str | None:
+    """The ``lag_seconds_method`` of the partition with the largest time lag (None: no partition has one)."""
+    worst = max((p for p in partitions if p.lag_seconds is not None), key=lambda p: p.lag_seconds, default=None)
+    return None if worst is None else worst.lag_seconds_method
 
 
 def _worst_reason(snapshot: ev.GroupSnapshot) -> str | None:

@@ -173,6 +173,11 @@ METRICS: tuple[MetricSpec, ...] = (
        "Largest time lag of any partition of the group: seconds since the log end passed the committed offset "
        "(0 when caught up; absent when no end-offset history is known yet).",
        _per_group(lambda g: g.max_lag_seconds)),
+    _m("kafka_consumergroup_group_max_lag_seconds_method", "gauge", "group", (*_G, "method"),
+       "1 for how the group's kafka_consumergroup_group_max_lag_seconds was found (its partition's method): "
+       "measured or interpolated; absent without a time lag.",
+       lambda s: (([s.cluster, gid, g.max_lag_seconds_method], 1) for gid, g in s.groups
+                  if g.max_lag_seconds_method and g.max_lag_seconds is not None)),
     _m("kafka_consumergroup_topic_sum_lag", "gauge", "group", _T,
        "Sum of the offset lag over the group's partitions of one topic.",
        _per_topic(lambda t: t.sum_lag)),

@@ -48,6 +48,9 @@ def test_group_detail_carries_what_burrow_has_no_field_for(sources, fed):
         assert (g["catch_up_seconds"], g["catching_up"]) == (snap.catch_up.seconds, snap.catch_up.catching_up)
         assert g["max_lag_seconds_lower_bound"] == any(p.lag_seconds_lower_bound for p in snap.partitions
                                                        if p.lag_seconds is not None)
+        worst = max((p for p in snap.partitions if p.lag_seconds is not None), key=lambda p: p.lag_seconds,
+                    default=None)
+        assert g["max_lag_seconds_method"] == (worst and worst.lag_seconds_method)
         assert g["members"] == [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
                                  "instance_id": m.instance_id, "member_epoch": m.member_epoch, "state": m.state,
                                  "assigned_partitions": len(m.assignment)} for m in snap.members]

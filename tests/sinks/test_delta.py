@@ -61,7 +61,7 @@ def test_delta_spark_writer_with_deltas_jars(delta_spark_session, tmp_path):
     assert rows == {"a": (42.5, True), "b": (None, False)}
 
 
-NEW_COLUMNS = ("catch_up_seconds", "catching_up")  # added after tables were in use: older tables lack them
+NEW_COLUMNS = ("catch_up_seconds", "catching_up", "max_lag_seconds_method")  # added later: older tables lack them
 
 
 def older_groups_table(path) -> None:
@@ -73,7 +73,7 @@ def older_groups_table(path) -> None:
 
 
 def newer_groups_batch() -> dict[str, pa.Table]:
-    row = {**group("a", "STABLE"), "catch_up_seconds": 42.5, "catching_up": True}
+    row = {**group("a", "STABLE"), "catch_up_seconds": 42.5, "catching_up": True, "max_lag_seconds_method": "measured"}
     return {"groups": pa.Table.from_pylist([row, {**group("b", "STABLE"), "catching_up": False}], schema=GROUPS)}
 
 
@@ -83,6 +83,8 @@ def test_an_older_groups_table_gains_the_catch_up_columns(tmp_path):
     sink.write_batch(0, newer_groups_batch())
     rows = {r["group_id"]: (r["catch_up_seconds"], r["catching_up"]) for r in sink.read("groups").to_pylist()}
     assert rows == {"a": (42.5, True), "b": (None, False)}
+    assert {r["group_id"]: r["max_lag_seconds_method"] for r in sink.read("groups").to_pylist()} == \
+        {"a": "measured", "b": None}
 
 
 # The lag table's lag_seconds_method came later too: both writers, and the data files executors write, add it to a

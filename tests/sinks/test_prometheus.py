@@ -80,7 +80,7 @@ def group_row(group_id: str = "g1", **over: Any) -> dict[str, Any]:
         "sum_lag": 45, "max_lag": 30, "max_lag_seconds": 12.5, "status": "WARN", "data_loss_partitions": 0,
         "rebalances": 6, "last_rebalance_time": 1_795_310_000_000, "last_commit_time": 1_795_310_990_500,
         "state_time": None, "is_simple": False, "deleted": False, "updated_time": 1_795_311_000_000,
-        "catch_up_seconds": 90.0, "catching_up": True,
+        "catch_up_seconds": 90.0, "catching_up": True, "max_lag_seconds_method": "interpolated",
     }
     row.update(over)
     return row
@@ -825,10 +825,10 @@ def test_each_metric_name_is_written_once_in_the_code():
 
 def test_each_partitions_time_lag_says_how_it_was_found():
     state = MetricsState()
-    state.apply_batch([group_row()], [partition_row("g1", "orders", 0, 30, lag_seconds=1_860.0,
-                                                    lag_seconds_method="measured"),
-                                      partition_row("g1", "orders", 1, 10),
-                                      partition_row("g1", "payments", 0, 5, lag_seconds=None, lag_seconds_method=None)])
+    partitions = [partition_row("g1", "orders", 0, 30, lag_seconds=1_860.0, lag_seconds_method="measured"),
+                  partition_row("g1", "orders", 1, 10),
+                  partition_row("g1", "payments", 0, 5, lag_seconds=None, lag_seconds_method=None)]
+    state.apply_batch([group_row(max_lag_seconds=1_860.0, max_lag_seconds_method="measured")], partitions)
     series = scrape(state, partition_metrics=True)
     methods = {dict(labels)["partition"] + "/" + dict(labels)["topic"]: dict(labels)["method"]
                for (name, labels), value in series.items() if name == "kafka_consumergroup_lag_seconds_method"}
@@ -836,3 +836,6 @@ def test_each_partitions_time_lag_says_how_it_was_found():
     seconds = {dict(labels)["partition"]: v for (name, labels), v in series.items()
                if name == "kafka_consumergroup_lag_seconds" and dict(labels)["topic"] == "orders"}
     assert seconds == {"0": 1_860.0, "1": 10.0}
+    groups = {dict(labels)["method"]: v for (name, labels), v in series.items()
+              if name == "kafka_consumergroup_group_max_lag_seconds_method"}
+    assert groups == {"measured": 1}, "the group's largest time lag is the measured one"

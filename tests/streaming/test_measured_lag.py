@@ -222,6 +222,7 @@ def test_the_model_prefers_the_measured_time_lag_and_says_which_it_is(measured):
     else:
         assert (part.lag_seconds, part.lag_seconds_lower_bound, part.lag_seconds_method) == (55.0, True, "interpolated")
     assert tables["lag"].column("lag_seconds_method").to_pylist() == [part.lag_seconds_method]
+    assert tables["groups"].column("max_lag_seconds_method").to_pylist() == [part.lag_seconds_method]
     # the step lists the lagging offset for the emitter, with the figure it has
     assert health.full_snapshot and health.caught_up
     assert lagging_of(tables[LAGGING], [3]) == {3: [Lagging("payments", 0, 40, 60, part.lag_seconds)]}
