@@ -10,7 +10,8 @@ job's end-offset history cannot know them), and commits a group behind them:
   timestamp of 12, not of the aborted record at 6.
 
 The real job (heartbeat emitter, local Spark, Delta tables) runs until its ``lag`` table says ``measured`` for
-both partitions; that figure must be within 1 s of ``snapshot_time − the record's timestamp``. The interpolated
+both partitions; that figure must be within 1 s of ``snapshot_time − the record's timestamp``, and the ``groups``
+table must say the group's largest time lag is measured too. The interpolated
 figures the job wrote before measuring are printed beside it with their error: they can only say "at least since
 the first heartbeat". About 30 s per broker version, most of it Spark's start.
 """
@@ -108,9 +109,11 @@ def test_the_jobs_measured_time_lag_is_within_a_second_of_the_truth(kafka, tmp_p
     try:
         wait_until(measured, 90, "the job's lag table to say measured for both partitions",
                    lambda: f"; rows so far: {so_far()}; last error {job.status.last_error!r}")
+        (summary,) = [g for g in delta.read("groups").to_pylist() if g["group_id"] == group]
     finally:
         job.request_stop()
         job.stop()
+    assert summary["max_lag_seconds_method"] == "measured", summary
 
     print()
     for partition in (0, 1):
