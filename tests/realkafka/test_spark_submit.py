@@ -48,9 +48,10 @@ CLOCK_COLUMNS = {"topics", "sum_lag", "max_lag", "max_lag_seconds", "max_lag_sec
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def standalone_master(tmp_path_factory) -> str:
-    """One standalone master and one two-core worker for the session, from the pyspark installation."""
+    """One standalone master and one two-core worker from the pyspark installation, for this module's tests and
+    stopped after them (their JVMs hold about a gigabyte)."""
     with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=1, cores=2) as url:
         yield url
 
