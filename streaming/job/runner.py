@@ -411,10 +411,20 @@ class GroupscopeJob:
         from streaming.spark.packages import check_session, session_conf
 
         packages = self._packages()
+        fetched = packages.coordinates and not ({"spark.jars", "spark.jars.packages"} & conf.keys())
         conf = session_conf(packages, conf, shuffle_partitions=sp.shuffle_partitions)
-        self.spark = build_session(master=master, app_name=sp.app_name, shuffle_partitions=sp.shuffle_partitions,
-                                   driver_memory=sp.driver_memory, conf=conf, jvm_log=self.jvm_log,
-                                   class_archive=sp.class_archive)
+        try:
+            self.spark = build_session(master=master, app_name=sp.app_name,
+                                       shuffle_partitions=sp.shuffle_partitions, driver_memory=sp.driver_memory,
+                                       conf=conf, jvm_log=self.jvm_log, class_archive=sp.class_archive)
+        except Exception as exc:
+            if fetched and "JAVA_GATEWAY_EXITED" in str(exc):  # Spark's JVM exits when Ivy cannot fetch them
+                from streaming.spark.packages import JarsMissing
+
+                raise JarsMissing(f"Spark could not start with {conf['spark.jars.packages']} (spark.jars.packages, "
+                                  "fetched by Spark's Ivy from Maven Central): fetch those jars and list the files "
+                                  "in spark.conf spark.jars, or fix Spark's access to Maven Central") from None
+            raise
         check_session(self.spark, packages)
         from streaming.spark.jvm_exit import quiet_accumulator_server
 
