@@ -17,7 +17,7 @@ import pytest
 
 from streaming.offline.recording import load_recording, timeline_from_events
 from streaming.offline.recording.replay import replay_events
-from tests.conftest import DATA, UNPACKED, captures_dir, unpack
+from tests.conftest import DATA, UNPACKED, unpack
 
 from .labels import check_labels
 
@@ -25,7 +25,6 @@ ARCHIVE = DATA / "outages.tar.zst"
 
 
 def outage_dirs() -> list[Path]:
-    captures_dir()  # the conformance captures first: unpacking them replaces the whole unpacked folder
     root = unpack(ARCHIVE, UNPACKED / "outages")
     found = sorted(p for p in root.iterdir() if (p / "labels.json").is_file())
     if not found:
