@@ -173,3 +173,9 @@ def _tracked(path: Path) -> bool:
     out = subprocess.run(["git", "ls-files", "--", str(path.relative_to(REPO))], cwd=REPO, capture_output=True,
                          text=True)
     return bool(out.stdout.strip())
+
+
+def test_the_slow_tier_names_modules_that_exist() -> None:
+    from tests.conftest import SLOW_MODULES
+
+    assert sorted(m for m in SLOW_MODULES if not (REPO / m).is_file()) == []

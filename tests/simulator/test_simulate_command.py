@@ -47,17 +47,16 @@ def test_runner_paces_simulated_time_and_stops():
     assert done.sim.elapsed_ms == 30_000
 
 
-def test_scale_generation_rate(tmp_path):
-    # Benchmarks need 10M-record backlogs: at least ~200k offset commits/s into segment files (measured ~270k here).
+def test_scale_generation_writes_every_groups_commits(tmp_path):
+    # The benchmarks' backlogs come from this mode: 1,000 one-member groups auto-committing 32 partitions each
+    # write a commit per partition every 5 s. How fast it generates them is the benchmarks' business, not a test's.
     sim = Simulation(["scale"], seed=1, scale_groups=1000)
     sink = SegmentSink(tmp_path)
     sim.run_until(10_000, sink)
-    before, t0 = sink.records, time.perf_counter()
+    before = sink.records
     sim.run_until(60_000, sink)
-    rate = (sink.records - before) / (time.perf_counter() - t0)
     sink.close()
     assert sink.records - before > 250_000
-    assert rate > 100_000, f"{rate:,.0f} records/s"  # loose bound for slow CI machines
 
 
 def test_a_broker_without_the_scenarios_topics_is_one_line_listing_them():
