@@ -13,7 +13,7 @@ The real job (heartbeat emitter, local Spark, Delta tables) runs until its ``lag
 both partitions; that figure must be within 1 s of ``snapshot_time − the record's timestamp``, and the ``groups``
 table must say the group's largest time lag is measured too. The interpolated
 figures the job wrote before measuring are printed beside it with their error: they can only say "at least since
-the first heartbeat". About 30 s per broker version, most of it Spark's start.
+the first heartbeat". 10-15 s per broker version, most of it Spark's start.
 """
 
 from __future__ import annotations
