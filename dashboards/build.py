@@ -167,6 +167,16 @@ def base(uid: str, title: str, description: str) -> db.Dashboard:
 # Overview
 
 
+def counts(ids, title: str, description: str, query, *, span: int = 24, height: int = 5):
+    """Horizontal bars of how many series fall in each label value (``count by (...)``), latest value each."""
+    return _targets(
+        bargauge.Panel().id(ids()).title(title).description(description)
+        .datasource(DS).span(span).height(height).orientation(common.VizOrientation.HORIZONTAL)
+        .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .display_mode(common.BarGaugeDisplayMode.BASIC),
+        (query,))
+
+
 def overview() -> db.Dashboard:
     ids = _Ids()
     sel = 'cluster="$cluster", group=~"$group"'
@@ -223,19 +233,21 @@ def overview() -> db.Dashboard:
                     .properties([dm.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})])
                     for name, color in STATUSES]),
         statuses))
-    d = d.with_panel(_targets(
-        bargauge.Panel().id(ids()).title("Groups by state").description(
-            "Group states as Kafka names them, per group type (CLASSIC, CONSUMER = KIP-848, SHARE, STREAMS).")
-        .datasource(DS).span(12).height(7).orientation(common.VizOrientation.HORIZONTAL)
-        .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
-        .display_mode(common.BarGaugeDisplayMode.BASIC),
-        (q(f"count by (type, state) (kafka_consumergroup_state{{{sel}}})", "{{type}} {{state}}"),)))
+    d = d.with_panel(counts(
+        ids, "Groups by state", "Group states as Kafka names them, per group type (CLASSIC, CONSUMER = KIP-848, "
+        "SHARE, STREAMS).", q(f"count by (type, state) (kafka_consumergroup_state{{{sel}}})", "{{type}} {{state}}"),
+        span=12, height=7))
 
     d = d.with_row(row(ids, "Lag"))
     d = d.with_panel(ts(ids, "Worst time lag", "The ten groups whose oldest unconsumed record waits longest.",
                         q(f"topk(10, kafka_consumergroup_group_max_lag_seconds{{{sel}}})", "{{group}}"), unit="s"))
     d = d.with_panel(ts(ids, "Worst offset lag", "The ten groups with the most unconsumed records.",
                         q(f"topk(10, kafka_consumergroup_group_sum_lag{{{sel}}})", "{{group}}")))
+    d = d.with_panel(counts(
+        ids, "How time lag was found", "Groups whose largest time lag was measured (the age of the oldest record "
+        "not yet consumed, read from Kafka) or interpolated (from the history of end offsets, where the record "
+        "could not be read in time).",
+        q(f"count by (method) (kafka_consumergroup_group_max_lag_seconds_method{{{sel}}})", "{{method}}")))
     group_link = (f"/d/{GROUP_UID}/?var-datasource=${{datasource}}&var-cluster=${{cluster}}"
                   "&var-group=${__value.raw}&${__url_time_range}")
     groups_table = tabular(
@@ -397,6 +409,10 @@ def group() -> db.Dashboard:
         q(f"kafka_consumergroup_current_offset{{{gt}}}", instant=True, table_format=True),
         q(f"kafka_consumergroup_partition_catch_up_seconds{{{gt}}}", instant=True, table_format=True),
     )
+    d = d.with_panel(counts(
+        ids, "How time lag was found", "Partitions whose time lag was measured (the age of the oldest record not "
+        "yet consumed) or interpolated (from the history of end offsets)." + OPT_IN,
+        q(f"count by (method) (kafka_consumergroup_lag_seconds_method{{{gt}}})", "{{method}}")))
     d = d.with_panel(partitions
                      .override_by_name("catch up", CATCH_UP_COLUMN)
                      .override_by_name("status", [dm.DynamicConfigValue(id_val="mappings", value=[STATUS_MAPPING])])
