@@ -8,6 +8,12 @@ the oldest commit of the window that the history covers to ``now``:
 * production rate = (end offset at ``now`` - end offset at the span's start, interpolated in the history) / span;
 * time to catch up = lag / (consumption - production) when consumption is faster, else *not catching up*.
 
+A consumer that keeps up still has a lag between two commits (what arrived since its last one), and its
+consumption equals production, so by the rates alone it would never catch up, and every healthy group would page
+"will not catch up". It has caught up (0 s) when the end offset passed its latest committed offset no longer ago
+than twice its commit interval (plus :data:`MIN_SPAN_MS` for the heartbeat's own granularity): it is where the log
+ended a commit or two ago.
+
 The span ends at ``now``, not at the newest commit, so a consumer that stopped committing slows down as the
 silence grows and soon counts as not catching up, while one that commits every few seconds loses almost nothing.
 A partition without lag has caught up (0 s). Too little to go on (fewer than two commits since the history's first
@@ -80,6 +86,8 @@ def partition_catch_up(lag: int | None, commits: Sequence[tuple[int, int]], ends
         commits = commits[bisect_right(commits, first - 1, key=_time):]
     if len(commits) < 2:
         return UNKNOWN
+    if _keeping_up(commits, ends, now_ms):
+        return CAUGHT_UP
     start_ms, start_offset = commits[0]
     span_ms = now_ms - start_ms
     if span_ms < MIN_SPAN_MS:
@@ -94,6 +102,19 @@ def partition_catch_up(lag: int | None, commits: Sequence[tuple[int, int]], ends
     if net_per_s <= 0:
         return NOT_CATCHING_UP
     return CatchUp(True, lag / net_per_s)
+
+
+def _keeping_up(commits: Sequence[tuple[int, int]], ends: Sequence[tuple[int, int]], now_ms: int) -> bool:
+    """The end offset passed the latest committed offset at most two commit intervals (and the heartbeat's
+    granularity) ago: the lag is what arrived since the last commit or two, not a backlog."""
+    committed = commits[-1][1]
+    first_above = next((i for i, (_, end) in enumerate(ends) if end > committed), None)
+    if not first_above:
+        # None: the history never shows the end above it; 0: it was above it from the history's first sample on,
+        # so when it passed is not known. Either way no sign of keeping up: judge by the rates.
+        return False
+    interval = (commits[-1][0] - commits[0][0]) / (len(commits) - 1)
+    return now_ms - ends[first_above][0] <= 2 * interval + MIN_SPAN_MS
 
 
 def group_catch_up(partitions: Iterable[CatchUp]) -> CatchUp:

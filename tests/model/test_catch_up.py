@@ -30,6 +30,16 @@ def test_a_consumer_that_stopped_committing_slows_down_until_it_is_not_catching_
     assert partition_catch_up(500, commits, ENDS, 60_000) == NOT_CATCHING_UP  # 300 in 40 s < 400 produced
 
 
+def test_a_consumer_keeping_up_has_caught_up_though_its_lag_is_not_zero():
+    # Commits every 5 s of where the log ended 2 s before: consumption equals production, and the 20 records
+    # that arrived since the last commit are no backlog. By the rates alone it would never catch up.
+    commits = [(50_000, 1480), (55_000, 1530), (60_000, 1580)]
+    assert partition_catch_up(20, commits, ENDS, 60_000) == CAUGHT_UP
+    # The same commits a minute later, nothing committed since: a backlog now, not catching up.
+    assert partition_catch_up(620, commits, ENDS + [(t, 1000 + t // 100) for t in range(65_000, 120_001, 5_000)],
+                              120_000) == NOT_CATCHING_UP
+
+
 def test_no_lag_is_caught_up_and_too_little_data_is_unknown():
     assert partition_catch_up(0, [], [], 0) == CAUGHT_UP
     assert partition_catch_up(None, [(0, 1), (9_000, 9)], ENDS, 10_000) == UNKNOWN
