@@ -344,10 +344,12 @@ class GroupCoordinatorShard:
     # Share and streams groups: one handler per record type, each given the group the record's id names (got or
     # created as Kafka's replay does it, by ``_typed`` in DISPATCH below).
 
-    def _share_metadata(self, g: ShareGroup, rec, offset: int, ts: int) -> None:
+    def _typed_group_metadata(self, g: ShareGroup | StreamsGroup, rec, offset: int, ts: int) -> None:
+        """Share and streams groups alike: the group epoch, or the group's tombstone (members must be gone)."""
         if rec.value is None:
             if g.members or g.target:
-                raise InconsistentRecord(f"share group {g.group_id} tombstoned with members left")
+                raise InconsistentRecord(f"{g.group_type.value.lower()} group {g.group_id} tombstoned with members "
+                                         "left")
             self._remove_group(g.group_id, offset, ts)
         else:
             g.replay_epoch(rec.value.epoch, offset, ts, self._events)
@@ -375,14 +377,6 @@ class GroupCoordinatorShard:
             v = rec.value
             for info in (*getattr(v, "initializing_topics", ()), *v.initialized_topics, *v.deleting_topics):
                 self.topic_names[info.topic_id] = info.topic_name
-
-    def _streams_metadata(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
-        if rec.value is None:
-            if g.members or g.target:
-                raise InconsistentRecord(f"streams group {g.group_id} tombstoned with members left")
-            self._remove_group(g.group_id, offset, ts)
-        else:
-            g.replay_epoch(rec.value.epoch, offset, ts, self._events)
 
     def _streams_topology(self, g: StreamsGroup, rec, offset: int, ts: int) -> None:
         g.replay_topology(rec.value, offset, ts, self._events)
@@ -732,7 +726,7 @@ DISPATCH: dict[RecordType, Handler] = {
     _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: GroupCoordinatorShard._cg_current_assignment,
     _T.CONSUMER_GROUP_REGULAR_EXPRESSION: GroupCoordinatorShard._cg_regex,
     **{t: _typed(ShareGroup, GroupType.SHARE, apply) for t, apply in (
-        (_T.SHARE_GROUP_METADATA, _S._share_metadata),
+        (_T.SHARE_GROUP_METADATA, _S._typed_group_metadata),
         (_T.SHARE_GROUP_PARTITION_METADATA, _S._share_partition_metadata),
         (_T.SHARE_GROUP_MEMBER_METADATA, _S._share_member),
         (_T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, _S._share_target_epoch),
@@ -740,7 +734,7 @@ DISPATCH: dict[RecordType, Handler] = {
         (_T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, _S._share_current_assignment),
         (_T.SHARE_GROUP_STATE_PARTITION_METADATA, _S._share_state_partition_metadata))},
     **{t: _typed(StreamsGroup, GroupType.STREAMS, apply) for t, apply in (
-        (_T.STREAMS_GROUP_METADATA, _S._streams_metadata),
+        (_T.STREAMS_GROUP_METADATA, _S._typed_group_metadata),
         (_T.STREAMS_GROUP_PARTITION_METADATA, _S._streams_partition_metadata),
         (_T.STREAMS_GROUP_MEMBER_METADATA, _S._streams_member),
         (_T.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, _S._streams_target_epoch),
