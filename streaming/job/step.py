@@ -29,7 +29,7 @@ from protocol.codec import decode_record
 from protocol.errors import CodecError
 from protocol import Uuid
 
-from streaming.schema.heartbeat_format import HeartbeatError, decode_heartbeat
+from streaming.schema.heartbeat_format import Heartbeat, HeartbeatError, decode_heartbeat
 from streaming.job.lagging import LAGGING, lagging_table
 from streaming.model import events as ev
 from streaming.model import state_format
@@ -157,11 +157,15 @@ class ShardStep:
         touched: set[str] = set()
         errors = unknown = 0
         commits = quarantine = None
+        beats = self._decode_heartbeats(heartbeats)
         if records.num_rows:
             records = records.sort_by("offset")
             self.meta.last_offset = max(self.meta.last_offset, records.column("offset")[-1].as_py())
-            commits, quarantine, touched, errors, unknown = self._apply_records(records, wall)
-        hb_count, hb_groups = self._apply_heartbeats(heartbeats)
+            commits, quarantine, touched, errors, unknown = self._apply_records(records, wall, beats)
+        else:
+            for hb in beats:
+                self._apply_heartbeat(hb)
+        hb_count = len(beats)
 
         now = self.model.now_ms if self.model.now_ms >= 0 else wall
         caught_up = self._caught_up(now)
@@ -255,41 +259,40 @@ class ShardStep:
             return True
         return m.last_caught_up_ms >= 0 and now_ms - m.last_caught_up_ms <= self.config.caught_up_grace_ms
 
-    def _apply_heartbeats(self, heartbeats: pa.Table) -> tuple[int, int]:
-        if not heartbeats.num_rows:
-            return 0, 0
-        count = 0
+    @staticmethod
+    def _decode_heartbeats(heartbeats: pa.Table) -> list[Heartbeat]:
+        """The batch's heartbeats, oldest first."""
         decoded = []
-        for value in heartbeats.column("value").to_pylist():
+        for value in heartbeats.column("value").to_pylist() if heartbeats.num_rows else ():
             try:
                 decoded.append(decode_heartbeat(value))
             except HeartbeatError:
                 continue  # not ours: a heartbeat topic shared with something else is not an error of the data
         decoded.sort(key=lambda hb: hb.timestamp_ms)
+        return decoded
+
+    def _apply_heartbeat(self, hb: Heartbeat) -> None:
         offsets_topic = self.config.offsets_topic
-        for hb in decoded:
-            count += 1
-            self._learn_topic_ids(hb.topic_ids)
-            samples = {}
-            quiet = {(t, p): (end, q) for t, p, end, q in hb.quiet} if hb.quiet else None
-            oldest: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
-            for o in hb.oldest:
-                oldest.setdefault((o.topic, o.partition), []).append((o.from_offset, o.offset, o.timestamp_ms))
-            for topic, partition, hw, lso, lw in hb.ends:
-                if topic == offsets_topic:
-                    if partition == self.shard:
-                        m = self.meta
-                        if m.stable_end >= 0:
-                            m.previous_lso = m.stable_end
-                        m.offsets_hw, m.offsets_lso = hw, lso
-                        m.quiet_end, m.quiet_from = (quiet or {}).get((topic, partition), (-1, -1))
-                    continue
-                tail = quiet.get((topic, partition)) if quiet else None
-                samples[(topic, partition)] = EndOffsetSample(
-                    hw, lso, lw, hb.timestamp_ms, quiet_from=tail[1] if tail and tail[0] == hw else -1,
-                    oldest=tuple(oldest.get((topic, partition), ())))
-            self.model.apply_heartbeat(hb.timestamp_ms, samples)
-        return count, 0
+        self._learn_topic_ids(hb.topic_ids)
+        samples = {}
+        quiet = {(t, p): (end, q) for t, p, end, q in hb.quiet} if hb.quiet else None
+        oldest: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+        for o in hb.oldest:
+            oldest.setdefault((o.topic, o.partition), []).append((o.from_offset, o.offset, o.timestamp_ms))
+        for topic, partition, hw, lso, lw in hb.ends:
+            if topic == offsets_topic:
+                if partition == self.shard:
+                    m = self.meta
+                    if m.stable_end >= 0:
+                        m.previous_lso = m.stable_end
+                    m.offsets_hw, m.offsets_lso = hw, lso
+                    m.quiet_end, m.quiet_from = (quiet or {}).get((topic, partition), (-1, -1))
+                continue
+            tail = quiet.get((topic, partition)) if quiet else None
+            samples[(topic, partition)] = EndOffsetSample(
+                hw, lso, lw, hb.timestamp_ms, quiet_from=tail[1] if tail and tail[0] == hw else -1,
+                oldest=tuple(oldest.get((topic, partition), ())))
+        self.model.apply_heartbeat(hb.timestamp_ms, samples)
 
     def _learn_topic_ids(self, pairs: tuple[tuple[str, str], ...]) -> None:
         """Topic names of the ids the heartbeat announces (``streaming.kafka.topic_ids``): what lets a Kafka 4.1+
@@ -302,7 +305,7 @@ class ShardStep:
             except ValueError:
                 continue  # not a topic id: one bad pair leaves the others alone
 
-    def _apply_records(self, records: pa.Table, wall: int):
+    def _apply_records(self, records: pa.Table, wall: int, beats: list[Heartbeat]):
         decoded = decode_arrow(records.column("key"), records.column("value"))
         error = decoded.column("decode_error")
         ok = pc.is_null(error)
@@ -378,7 +381,21 @@ class ShardStep:
         is_commit = (is_offset & ~tombstone)[positions].tolist()
         offsets = offsets_col[positions].tolist()
         stamps = ts_ms[positions].tolist()
+        # The batch's heartbeats go between the records in time order: heartbeat k before the first record stamped
+        # at or after it. Applied after all the records instead, a heartbeat taken just before a broker outage would
+        # follow the first commits after it, and the model would see the outage end before it began.
+        if beats and len(positions):
+            cuts = np.searchsorted(np.maximum.accumulate(ts_ms[positions]),
+                                   np.array([hb.timestamp_ms for hb in beats], np.int64), side="left").tolist()
+        else:
+            cuts = [len(positions)] * len(beats)
+        cuts.append(len(positions) + 1)  # a sentinel: no heartbeat is due within the records
+        next_beat, due = 0, cuts[0]
         for j, i in enumerate(positions.tolist()):
+            while j == due:
+                self._apply_heartbeat(beats[next_beat])
+                next_beat += 1
+                due = cuts[next_beat]
             if is_commit[j]:
                 if topic_id[j] is not None:  # a v4 commit (Kafka 4.1+) names the id KIP-848 assignments use
                     model.topic_names.setdefault(Uuid.parse(topic_id[j]), topic[j])
@@ -394,6 +411,8 @@ class ShardStep:
             record_group = getattr(record, "group_id", None)
             if record_group:
                 touched.add(record_group)
+        for hb in beats[next_beat:]:
+            self._apply_heartbeat(hb)
         unknown = int(unknown_mask.sum())
         return commits, quarantine, touched, errors, unknown
 
