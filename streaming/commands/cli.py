@@ -42,11 +42,14 @@ def decode(paths: tuple[str, ...], fmt: str, no_verify_crc: bool) -> None:
 @click.option("--end-offsets", metavar="FILE", help='Log-end offsets for lag: {"topic:partition": <offset>, ...}, or '
               "a recording's end_offsets.jsonl (its last sample).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object {\"groups\": {...}} instead of tables.")
-def describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool) -> None:
+@click.option("--what-if", "what_if", metavar="GROUP",
+              help="Instead: what the range, roundrobin, sticky and cooperative-sticky assignors would give GROUP's "
+                   "members now, and how many partitions each would move.")
+def describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool, what_if: str | None) -> None:
     """Rebuild every group from segment files, as kafka-consumer-groups.sh --describe would show it."""
     from streaming.commands.describe import run_describe
 
-    sys.exit(run_describe(segments, until, end_offsets, as_json))
+    sys.exit(run_describe(segments, until, end_offsets, as_json, what_if))
 
 
 def _register() -> None:

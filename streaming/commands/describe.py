@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from streaming.model.describe import describe, render_text
+from streaming.model.describe import describe, render_text, render_what_if
 from streaming.offline.segment_replay import replay_segments
 from streaming.offline.segments import SegmentPathError, segments_size
 from streaming.progress import Progress
@@ -74,7 +74,8 @@ def parse_end_offsets(path: str) -> dict[tuple[str, int], int]:
     return out
 
 
-def run_describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool) -> int:
+def run_describe(segments: str, until: str | None, end_offsets: str | None, as_json: bool,
+                 what_if: str | None = None) -> int:
     try:
         until_map = parse_until(until) if until else None
         ends = parse_end_offsets(end_offsets) if end_offsets else None
@@ -85,6 +86,8 @@ def run_describe(segments: str, until: str | None, end_offsets: str | None, as_j
     except (InputError, SegmentPathError) as exc:
         print(f"groupscope describe: {exc}", file=sys.stderr)
         return 2
+    if what_if is not None:
+        return _what_if(model, what_if, ends, segments, as_json) or (1 if report.problems else 0)
     now = report.last_timestamp if report.last_timestamp >= 0 else None
     described = describe(model, ends, now)
     if as_json:
@@ -94,3 +97,16 @@ def run_describe(segments: str, until: str | None, end_offsets: str | None, as_j
     elif not report.problems:  # a problem was its own line already; nothing to add, not even an empty line
         print(f"groupscope describe: no consumer groups in {segments}", file=sys.stderr)
     return 1 if report.problems else 0
+
+
+def _what_if(model, group_id: str, ends: dict | None, segments: str, as_json: bool) -> int:
+    """Prints each assignor's assignment for ``group_id``; 2 (one line) when the segments hold no such group."""
+    from streaming.model.assignment import what_if_document
+
+    shard = next((s for s in model if group_id in s.groups), None)
+    if shard is None:
+        print(f"groupscope describe: no group {group_id!r} in {segments}", file=sys.stderr)
+        return 2
+    doc = what_if_document(shard, group_id, ends)
+    print(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) if as_json else render_what_if(doc))
+    return 0

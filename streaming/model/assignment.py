@@ -15,7 +15,7 @@ from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .shard import GroupCoordinatorShard
 
-__all__ = ["Skew", "WhatIf", "skew", "what_if", "partitions_per_topic"]
+__all__ = ["Skew", "WhatIf", "skew", "what_if", "what_if_document", "partitions_per_topic"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +95,27 @@ def what_if(shard: GroupCoordinatorShard, group_id: str, strategies: Sequence[st
         out.append(WhatIf(strategy, tuple((m, tuple(tps)) for m, tps in sorted(result.items())), stats.skew,
                           stats.is_balanced, len(mv.moved), len(mv.stayed)))
     return out
+
+
+def what_if_document(shard: GroupCoordinatorShard, group_id: str,
+                     end_offsets: Mapping[tuple[str, int], int] | None = None) -> dict:
+    """What ``groupscope describe --what-if`` prints: the group's members now and, per strategy, the assignment it
+    would compute with what moves. Partition counts come from ``end_offsets`` (the log ends the user gave) where
+    they name a topic, else from what the shard knows (:func:`partitions_per_topic`).
+
+    Raises:
+        KeyError: the shard has no such group.
+    """
+    counts = partitions_per_topic(shard, group_id)
+    for topic, partition in end_offsets or ():
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    members = shard.member_views(group_id)
+    results = what_if(shard, group_id, counts=counts)
+    return {
+        "group_id": group_id,
+        "members": [{"member_id": m.member_id, "assignment": [list(tp) for tp in m.assignment]} for m in members],
+        "partitions": dict(sorted(counts.items())),
+        "strategies": [{"strategy": r.strategy, "moved": r.moved, "stayed": r.stayed, "skew": r.skew,
+                        "balanced": r.is_balanced,
+                        "assignment": {m: [list(tp) for tp in tps] for m, tps in r.assignment}} for r in results],
+    }

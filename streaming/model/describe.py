@@ -176,3 +176,20 @@ def render_text(described: dict) -> str:
                                  "CONSUMER-ID", "HOST", "CLIENT-ID"], rows))
             lines.append("")
     return "\n".join(lines).rstrip("\n")
+
+
+def render_what_if(doc: dict) -> str:
+    """``describe --what-if``: one line per strategy (what moves, the skew), then each strategy's assignment."""
+    lines = [f"What each assignor would give group {doc['group_id']} now: {len(doc['members'])} members, "
+             + (", ".join(f"{t} ({n} partitions)" for t, n in doc["partitions"].items()) or "no partitions known"),
+             ""]
+    lines.extend(_table(["STRATEGY", "MOVED", "STAYED", "SKEW", "BALANCED"],
+                        [[r["strategy"], str(r["moved"]), str(r["stayed"]), str(r["skew"]),
+                          "yes" if r["balanced"] else "no"] for r in doc["strategies"]]))
+    lines.append("")
+    now = {m["member_id"]: m["assignment"] for m in doc["members"]}
+    rows = [["(now)", member, _assignment_text(tps)] for member, tps in sorted(now.items())]
+    rows += [[r["strategy"], member, _assignment_text(tps)] for r in doc["strategies"]
+             for member, tps in sorted(r["assignment"].items())]
+    lines.extend(_table(["STRATEGY", "CONSUMER-ID", "ASSIGNMENT"], rows))
+    return "\n".join(lines)

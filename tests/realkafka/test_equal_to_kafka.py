@@ -184,6 +184,26 @@ def test_describe_segments_equals_kafka_consumer_groups(quiet, tmp_path):
     assert not differences, report(differences, "groupscope describe --segments")
 
 
+@pytest.mark.parametrize("what,strategy", [("range", "range"), ("coop", "cooperative-sticky"),
+                                           ("java", "roundrobin")])
+def test_describe_what_if_keeps_what_the_clients_assignor_gave(quiet, tmp_path, what, strategy):
+    """The what-if of a group's own assignor is the assignment its clients made (librdkafka's range and
+    cooperative-sticky, the Java client's RoundRobinAssignor): nothing moves."""
+    group = f"{quiet.driver.prefix}-{what}"
+    ends = tmp_path / "ends.json"
+    ends.write_text(json.dumps({f"{t}:{p}": end for (t, p), end in quiet.ends.items()}))
+    done = subprocess.run([*GROUPSCOPE, "describe", "--segments", str(quiet.segments), "--end-offsets", str(ends),
+                           "--what-if", group, "--json"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    kafka = {m.member_id: sorted(m.assignment)
+             for m in quiet.kafka[group].members}
+    assert kafka and all(kafka.values()), quiet.kafka[group]
+    result = next(r for r in doc["strategies"] if r["strategy"] == strategy)
+    assert {m: sorted(map(tuple, tps)) for m, tps in result["assignment"].items()} == kafka, (result, kafka)
+    assert result["moved"] == 0 and result["stayed"] == sum(map(len, kafka.values())), result
+
+
 @pytest.fixture(scope="module")
 def backfilled(kafka, quiet, live, tmp_path_factory):
     """``groupscope backfill`` over the copy, in this process once the live job has stopped (``live`` first)."""

@@ -114,3 +114,42 @@ def test_a_recordings_end_offsets_file_gives_the_log_ends_of_its_last_sample(tmp
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
     bad = run_cli("describe", "--segments", str(recording / "segments"), "--end-offsets", str(tmp_path / "bad.jsonl"))
     assert bad.returncode == 2 and "not JSON" in bad.stderr
+
+
+
+@pytest.mark.parametrize("group,strategy", [("sa-range", "range"), ("sa-roundrobin", "roundrobin"),
+                                            ("sa-coop", "cooperative-sticky")])
+def test_what_if_gives_what_kafkas_own_assignor_gave(segment_dirs, tmp_path, group, strategy):
+    """Three members of a real Kafka 4.0 group: the what-if of the group's own assignor is the assignment the
+    clients' assignor made (nothing moves), and every strategy assigns every partition exactly once."""
+    snap = next(s for s in truth("a_classic")["snapshots"] if s["label"] == "gen3-three-members")
+    assert snap["describe_consumer_groups"][group]["partition_assignor"] == strategy
+    (tmp_path / "until.json").write_text(json.dumps(snap["consumer_offsets_high_watermarks"]))
+    args = ("describe", "--segments", str(segment_dirs["a_classic"]), "--until", str(tmp_path / "until.json"),
+            "--what-if", group)
+    result = run_cli(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    now = {m["member_id"]: sorted(map(tuple, m["assignment"])) for m in doc["members"]}
+    kafka = {m["member_id"]: sorted((t, p) for t, p in m["assignment"])
+             for m in snap["describe_consumer_groups"][group]["members"]}
+    assert now == kafka and len(now) == 3, (now, kafka)
+    every = sorted(tp for tps in now.values() for tp in tps)
+    by = {r["strategy"]: r for r in doc["strategies"]}
+    assert set(by) == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    for r in by.values():
+        assert sorted(tuple(tp) for tps in r["assignment"].values() for tp in tps) == every, r["strategy"]
+        assert r["moved"] + r["stayed"] == len(every)
+    assert by[strategy]["moved"] == 0, by[strategy]
+    assert {m: sorted(map(tuple, tps)) for m, tps in by[strategy]["assignment"].items()} == kafka
+
+    text = run_cli(*args)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[2].split() == ["STRATEGY", "MOVED", "STAYED", "SKEW", "BALANCED"]
+    assert any(line.split()[:2] == [strategy, "0"] for line in lines[3:7])
+
+def test_what_if_for_a_group_the_segments_lack_is_one_line(segment_dirs):
+    result = run_cli("describe", "--segments", str(segment_dirs["a_classic"]), "--what-if", "nope")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [f"groupscope describe: no group 'nope' in {segment_dirs['a_classic']}"]
