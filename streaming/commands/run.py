@@ -204,12 +204,13 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
              "or metrics.port)")
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         fail(str(exc))
+    from streaming.job.runner import CheckpointUnusable
     from streaming.spark.jvm_exit import JvmExited
 
     failure = None
     try:
         job.run(duration_s=duration)
-    except JvmExited as exc:
+    except (JvmExited, CheckpointUnusable) as exc:
         failure = exc
     finally:
         job.stop()

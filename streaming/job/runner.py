@@ -23,7 +23,7 @@ from streaming.job.batch_sink import BatchResult, BatchSink
 from streaming.job.progress import query_error_line
 from streaming.config import Settings
 
-__all__ = ["GroupscopeJob", "ClusterRun", "JobStatus", "refuse_tables_of_another_checkpoint"]
+__all__ = ["CheckpointUnusable", "GroupscopeJob", "ClusterRun", "JobStatus", "refuse_tables_of_another_checkpoint"]
 
 log = logging.getLogger("groupscope.run")
 
@@ -40,6 +40,23 @@ class JobStatus:
 
 class ClusterNotYet(RuntimeError):
     """A cluster of a several-cluster job cannot start yet (unreachable, no offsets topic): retried later."""
+
+
+class CheckpointUnusable(RuntimeError):
+    """The checkpoint holds state this version cannot read (written by a newer groupscope): restarting the query
+    from it would fail the same way for ever, so the job stops with the one line saying what to do."""
+
+
+# Errors of a shard's step that no restart can mend: the class names as Spark's error text carries them.
+_CHECKPOINT_ERRORS = ("StateFormatError",)
+
+
+def checkpoint_error(error: str) -> str | None:
+    """The operator's line when a query error is the checkpoint's state being unreadable, else None."""
+    if not any(name in error for name in _CHECKPOINT_ERRORS):
+        return None
+    line = query_error_line(error)
+    return line.split(": ", 1)[1] if line.split(":", 1)[0].endswith(_CHECKPOINT_ERRORS) else line
 
 
 class _ClusterLog(logging.LoggerAdapter):
@@ -247,6 +264,11 @@ class ClusterRun:
         q = self.query
         if not q.isActive:
             exc = q.exception()
+            unusable = checkpoint_error(str(exc)) if exc else None
+            if unusable is not None:
+                self.query = None
+                raise CheckpointUnusable(f"{self.log.extra.get('prefix', '')}cannot resume from the checkpoint "
+                                         f"{self.settings.spark.checkpoint}: {unusable}")
             self.status.last_error = query_error_line(str(exc)) if exc else "query stopped"
             self.status.restarts += 1
             self.log.debug("streaming query stopped: %s", exc)

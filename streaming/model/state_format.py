@@ -100,8 +100,8 @@ def _unpickle(data: bytes, zstd: bool = False) -> Any:
 def _newer(version: Any) -> StateFormatError:
     return StateFormatError(
         f"checkpoint state is version {version} of {FORMAT}, newer than this groupscope reads ({VERSION}): run the "
-        "release that wrote it, or start from a fresh checkpoint (delete the checkpoint folder; the job replays "
-        "__consumer_offsets)")
+        "release that wrote it, or start from a fresh checkpoint location with new Delta tables or a new cluster "
+        "name (the job replays __consumer_offsets)")
 
 
 # ---- named fields of dataclasses ------------------------------------------------------------------------------
