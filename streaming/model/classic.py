@@ -14,6 +14,7 @@ from typing import Mapping
 from protocol.records import GroupMetadataValue
 
 from . import events as ev
+from ._base import GroupBase, GroupHeader
 from .rebalance import MemberView, infer_causes, movement
 from .verdicts import RebalanceJudge
 from .state_format import build, fields_of
@@ -41,7 +42,7 @@ class ClassicMember:
 
 
 @dataclass(slots=True)
-class ClassicGroup:
+class ClassicGroup(GroupBase):
     group_id: str
     state: ClassicGroupState = ClassicGroupState.EMPTY
     generation: int = 0
@@ -65,6 +66,35 @@ class ClassicGroup:
     @property
     def state_name(self) -> str:
         return self.state.value
+
+    def member_snapshots(self, topic_names: Mapping[bytes, str]) -> list[ev.MemberSnapshot]:
+        """Members as the leader's last SyncGroup left them: decoded assignments, session timeouts, no epochs."""
+        return [ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id, m.assignment or (), None, None,
+                                  None, m.topics, None, (), True, m.session_timeout, m.rebalance_timeout)
+                for m in self.members.values()]
+
+    def header(self) -> GroupHeader:
+        cst = self.current_state_timestamp if self.current_state_timestamp >= 0 else None
+        return GroupHeader(self.protocol_type, self.generation, None, self.leader, cst)
+
+    def preferred_assignor(self, default: str) -> str:
+        """The protocol the leader chose (``range``, ``cooperative-sticky``...): a classic group's assignor."""
+        return self.protocol or ""
+
+    @property
+    def assignment_known(self) -> bool:
+        """Every member's assignment decoded (a non-consumer protocol's is opaque)."""
+        return all(m.assignment is not None for m in self.members.values())
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Known only when every member's subscription decoded to topics (and there are members)."""
+        if self.members and all(m.topics for m in self.members.values()):
+            return {t for m in self.members.values() for t in m.topics}
+        return None
+
+    @property
+    def assigns_on_client(self) -> bool:
+        return True
 
     def replay(self, value: GroupMetadataValue | None, offset: int, timestamp: int, judge: RebalanceJudge,
                out: list) -> None:

@@ -25,7 +25,7 @@ from protocol.records import (
 )
 
 from . import events as ev
-from ._base import id_assignment
+from ._base import ModernGroup, id_assignment, member_state_name, resolve
 from .rebalance import MemberView, infer_causes, movement
 from .verdicts import RebalanceJudge
 from .state_format import build, fields_of
@@ -102,7 +102,7 @@ class ConsumerMember:
 
 
 @dataclass(slots=True)
-class ConsumerGroup:
+class ConsumerGroup(ModernGroup):
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
@@ -185,6 +185,10 @@ class ConsumerGroup:
         """Present member id -> the first epoch bump it has not followed (:meth:`ConsumerMember.missed_bump`), for
         the members that missed one."""
         return {k: since for k, m in self.members.items() if (since := m.missed_bump()) is not None}
+
+    def silent_members(self, now_ms: int, silent_after_ms: int) -> dict[str, int]:
+        """The members that missed an epoch bump at least ``silent_after_ms`` ago (:meth:`missed_bumps`)."""
+        return {k: now_ms - since for k, since in self.missed_bumps().items() if now_ms - since >= silent_after_ms}
 
     def check_silence(self, now_ms: int, judge: RebalanceJudge, out: list) -> None:
         """Tells the judge of the members silent for ``silent_after_ms`` by ``now_ms`` (see
@@ -404,6 +408,28 @@ class ConsumerGroup:
         self.epoch_partitions = partitions
 
     # ---- views ----------------------------------------------------------------------------------------------
+
+    def member_snapshots(self, topic_names: Mapping[bytes, str]) -> list[ev.MemberSnapshot]:
+        """Members with their current and target assignments, epochs and states, and their classic-protocol
+        session timeout when they joined with it."""
+        return [ev.MemberSnapshot(
+            m.member_id, m.client_id, m.host, m.instance_id, resolve(topic_names, m.assigned),
+            resolve(topic_names, self.target.get(m.member_id, {})), m.member_epoch, member_state_name(m.state),
+            m.topics, m.regex or None, resolve(topic_names, m.pending_revocation),
+            m.classic_session_timeout is not None, m.classic_session_timeout, m.rebalance_timeout)
+            for m in self.members.values()]
+
+    @property
+    def assignment_known(self) -> bool:
+        """Every member's current assignment is a record of its own (type 8)."""
+        return True
+
+    def subscriptions(self) -> dict[str, tuple[str, ...]]:
+        """Named topics and the topics the members' regular expressions resolved to, sorted."""
+        return {k: tuple(sorted(m.view(self.regexes).topics)) for k, m in self.members.items()}
+
+    def partition_counts(self) -> dict[str, int]:
+        return {name: n for name, (_, n) in self.subscription_metadata.items()}
 
     def preferred_assignor(self, default: str) -> str:
         """``preferredServerAssignor().orElse(defaultAssignor)``: the assignor most members ask for.

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ._base import change_state, id_assignment, member_metadata, replay_group_epoch
+from . import events as ev
+from ._base import ModernGroup, change_state, id_assignment, member_metadata, member_state_name, \
+    replay_group_epoch, resolve
 from .state_format import build, fields_of
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, ShareGroupState, \
     apply, derive_share_group_state
@@ -39,7 +41,7 @@ class ShareMember:
 
 
 @dataclass(slots=True)
-class ShareGroup:
+class ShareGroup(ModernGroup):
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
@@ -55,6 +57,21 @@ class ShareGroup:
     @property
     def state_name(self) -> str:
         return self.state.value
+
+    def member_snapshots(self, topic_names: Mapping[bytes, str]) -> list[ev.MemberSnapshot]:
+        """Members with their current and target assignments; share members have no static instance id."""
+        return [ev.MemberSnapshot(m.member_id, m.client_id, m.host, None, resolve(topic_names, m.assigned),
+                                  resolve(topic_names, self.target.get(m.member_id, {})), m.member_epoch,
+                                  member_state_name(m.state), m.topics)
+                for m in self.members.values()]
+
+    @property
+    def exclusive_owners(self) -> bool:
+        """Share-group members share partitions: a partition's last listed member is not its owner."""
+        return False
+
+    def subscriptions(self) -> dict[str, tuple[str, ...]]:
+        return {mid: m.topics for mid, m in self.members.items()}
 
     def update_state(self, offset: int, timestamp: int, out: list) -> None:
         new = derive_share_group_state(len(self.members))

@@ -14,7 +14,8 @@ from typing import Mapping
 
 from protocol.records import StreamsMemberState
 
-from ._base import change_state, member_metadata, replay_group_epoch
+from . import events as ev
+from ._base import ModernGroup, change_state, member_metadata, replay_group_epoch
 from .state_format import build, fields_of
 from .states import MODERN_MEMBER, GroupType, InconsistentRecord, MemberLifecycle, MemberTrigger, StreamsGroupState, \
     apply, derive_streams_group_state
@@ -47,7 +48,7 @@ class StreamsMember:
 
 
 @dataclass(slots=True)
-class StreamsGroup:
+class StreamsGroup(ModernGroup):
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
@@ -66,6 +67,21 @@ class StreamsGroup:
     @property
     def state_name(self) -> str:
         return self.state.value
+
+    def member_snapshots(self, topic_names: Mapping[bytes, str]) -> list[ev.MemberSnapshot]:
+        """Members with their tasks, and the topic partitions those tasks read as their assignments."""
+        out = []
+        for m in self.members.values():
+            target = self.target.get(m.member_id, ())
+            out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id,
+                                         self.partitions_of(m.active_tasks), self.partitions_of(target),
+                                         m.member_epoch, StreamsMemberState.parse(m.state).name,
+                                         active_tasks=m.active_tasks, target_tasks=target))
+        return out
+
+    def subscriptions(self) -> dict[str, tuple[str, ...]]:
+        """Streams members subscribe through their topology, not by topic: none of them names a topic."""
+        return {mid: () for mid in self.members}
 
     def update_state(self, offset: int, timestamp: int, out: list) -> None:
         new = derive_streams_group_state(len(self.members), self.topology_epoch is not None, self.group_epoch,
