@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from .assignors import STRATEGIES, analyse, assign, movement
-from .classic import ClassicGroup
-from .consumer import ConsumerGroup
 from .shard import GroupCoordinatorShard
 
 __all__ = ["Skew", "WhatIf", "skew", "what_if", "what_if_document", "partitions_per_topic"]
@@ -56,8 +54,8 @@ def partitions_per_topic(shard: GroupCoordinatorShard, group_id: str) -> dict[st
     else the highest partition assigned or committed."""
     g = shard.groups.get(group_id)
     counts: dict[str, int] = {}
-    if isinstance(g, ConsumerGroup):
-        counts.update({name: n for name, (_, n) in g.subscription_metadata.items()})
+    if g is not None:
+        counts.update(g.partition_counts())
     for (topic, p) in shard.ends:
         counts[topic] = max(counts.get(topic, 0), p + 1)
     for m in shard.member_views(group_id):
@@ -78,15 +76,12 @@ def what_if(shard: GroupCoordinatorShard, group_id: str, strategies: Sequence[st
     """
     g = shard.groups[group_id]
     members = shard.member_views(group_id)
-    if isinstance(g, ConsumerGroup):
-        subs = {m.member_id: tuple(sorted(g.members[m.member_id].view(g.regexes).topics)) for m in members}
-    else:
-        subs = {m.member_id: m.subscribed_topics for m in members}
+    subs = g.subscriptions()
     current = {m.member_id: list(m.assignment) for m in members}
     counts = dict(counts) if counts is not None else partitions_per_topic(shard, group_id)
     counts = {t: n for t, n in counts.items() if any(t in s for s in subs.values())}
     instance_ids = {m.member_id: m.instance_id for m in members}
-    owned = current if isinstance(g, ClassicGroup) else None
+    owned = current if g.assigns_on_client else None
     out = []
     for strategy in strategies:
         result = assign(strategy, subs, counts, owned=owned, instance_ids=instance_ids)

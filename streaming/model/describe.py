@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .classic import ClassicGroup
-from .consumer import ConsumerGroup
 from .rules import shown_status
 from .shard import GroupCoordinatorShard, shards_of
 from .states import GroupType
-from .streams import StreamsGroup
 
 __all__ = ["describe", "describe_group", "render_text"]
 
@@ -89,7 +86,7 @@ def describe_group(shard: GroupCoordinatorShard, gid: str,
                 lag[f"{p.topic}:{p.partition}"] = {"committed": p.committed, "log_end": end,
                                                    "lag": max(0, end - p.committed)}
         out["lag"] = lag
-    if isinstance(g, (ClassicGroup, ConsumerGroup, StreamsGroup)):
+    if g is not None and g.exclusive_owners:
         out["owners"] = {f"{p.topic}:{p.partition}": p.owner for p in snap.partitions if p.owner}
     return out
 

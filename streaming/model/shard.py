@@ -19,13 +19,12 @@ No I/O and no clock: ``now_ms`` is always an argument (the heartbeat's clock).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from protocol.records import CoordinatorRecord, RecordType, StreamsMemberState, UnknownRecord
+from protocol.records import CoordinatorRecord, RecordType, UnknownRecord
 
 from . import events as ev
 from . import state_format, state_v1
-from ._base import resolve
 from .availability import AvailabilityTracker
 from .catch_up import UNKNOWN as CATCH_UP_UNKNOWN, group_catch_up, partition_catch_up
 from .classic import ClassicGroup
@@ -44,6 +43,7 @@ __all__ = ["ModelConfig", "GroupCoordinatorShard", "CoordinatorModel", "DISPATCH
            "CONTROL_COMMIT"]
 
 Group = ClassicGroup | ConsumerGroup | ShareGroup | StreamsGroup
+_G = TypeVar("_G", ClassicGroup, ConsumerGroup, ShareGroup, StreamsGroup)
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1  # ControlRecordType codes in a control record key
 _RECORD_TICK_MS = 1_000  # without heartbeats, time-driven verdicts are taken once per second of the records' clock
 
@@ -235,21 +235,22 @@ class GroupCoordinatorShard:
     def _group_metadata(self, rec: CoordinatorRecord, offset: int, ts: int, pid: int, txn: bool) -> None:
         gid, value = rec.key.group, rec.value
         g = self.groups.get(gid)
+        classic = _of_type(g, ClassicGroup)
         if value is None:
             if g is not None:
-                if isinstance(g, ClassicGroup):
-                    g.replay(None, offset, ts, self.judge, self._events)
+                if classic is not None:
+                    classic.replay(None, offset, ts, self.judge, self._events)
                 self._remove_group(gid, offset, ts)
             return
-        if not isinstance(g, ClassicGroup):
+        if classic is None:
             carried = 0
             if g is not None:  # Kafka's replay puts a new ClassicGroup over whatever had this id
                 carried = g.rebalances
                 self._remove_group(gid, offset, ts)
-            g = self.groups[gid] = ClassicGroup(gid, rebalances=carried)
+            classic = self.groups[gid] = ClassicGroup(gid, rebalances=carried)
             self._created(gid, GroupType.CLASSIC, offset, ts)
-        g.replay(value, offset, ts, self.judge, self._events)
-        for m in g.members.values():
+        classic.replay(value, offset, ts, self.judge, self._events)
+        for m in classic.members.values():
             self.tracked_topics.update(m.topics)
 
     def _consumer_group(self, gid: str, create: bool, offset: int, ts: int) -> ConsumerGroup | None:
@@ -259,11 +260,12 @@ class GroupCoordinatorShard:
             InconsistentRecord: the id belongs to a non-simple group of another type.
         """
         g = self.groups.get(gid)
-        if isinstance(g, ConsumerGroup):
-            return g
+        cg = _of_type(g, ConsumerGroup)
+        if cg is not None:
+            return cg
         if g is None and not create:
             return None
-        if g is not None and not (isinstance(g, ClassicGroup) and g.is_simple):
+        if g is not None and not g.is_simple:
             raise InconsistentRecord(f"group {gid} is a {g.group_type.value} group, not a consumer group")
         if g is not None:
             self.groups.pop(gid)  # a simple group is not backed by records: replaced silently, as in Kafka
@@ -328,17 +330,19 @@ class GroupCoordinatorShard:
             if topics:
                 self.tracked_topics.update(topics)
 
-    def _typed_group(self, cls, gtype: GroupType, gid: str, create: bool, offset: int, ts: int):
+    def _typed_group(self, cls, gid: str, create: bool, offset: int, ts: int):
         g = self.groups.get(gid)
-        if isinstance(g, cls):
-            return g
+        typed = _of_type(g, cls)
+        if typed is not None:
+            return typed
         if g is None and not create:
             return None
-        if g is not None and not (isinstance(g, ClassicGroup) and g.is_simple):
-            raise InconsistentRecord(f"group {gid} is a {g.group_type.value} group, not a {gtype.value} group")
+        if g is not None and not g.is_simple:
+            raise InconsistentRecord(f"group {gid} is a {g.group_type.value} group, not a "
+                                     f"{cls.group_type.value} group")
         new = self.groups[gid] = cls(gid)
         if g is None:
-            self._created(gid, gtype, offset, ts)
+            self._created(gid, cls.group_type, offset, ts)
         return new
 
     # Share and streams groups: one handler per record type, each given the group the record's id names (got or
@@ -416,9 +420,8 @@ class GroupCoordinatorShard:
             self.judge.away = tracker.window()
             self.now_ms = now_ms
             self._events.extend(self.judge.tick(now_ms))
-            for g in self.groups.values():  # consumer-protocol members whose silence became certain by now
-                if g.group_type is GroupType.CONSUMER and g.silence_due_ms is not None:
-                    g.check_silence(now_ms, self.judge, self._events)
+            for g in self.groups.values():  # members whose silence became certain by now
+                g.check_silence(now_ms, self.judge, self._events)
         if topic_ids:
             for name, tid in topic_ids.items():
                 self.topic_names[tid] = name
@@ -455,34 +458,9 @@ class GroupCoordinatorShard:
         return sorted(set(self.groups) | set(self.offsets.groups))
 
     def member_views(self, gid: str) -> list[ev.MemberSnapshot]:
+        """The members of group ``gid`` as a snapshot shows them (none for a group that only has offsets left)."""
         g = self.groups.get(gid)
-        names = self.topic_names
-        out: list[ev.MemberSnapshot] = []
-        if isinstance(g, ClassicGroup):
-            for m in g.members.values():
-                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id, m.assignment or (),
-                                             None, None, None, m.topics, None, (), True, m.session_timeout,
-                                             m.rebalance_timeout))
-        elif isinstance(g, ConsumerGroup):
-            for m in g.members.values():
-                out.append(ev.MemberSnapshot(
-                    m.member_id, m.client_id, m.host, m.instance_id, resolve(names, m.assigned),
-                    resolve(names, g.target.get(m.member_id, {})), m.member_epoch, _member_state_name(m.state),
-                    m.topics, m.regex or None, resolve(names, m.pending_revocation),
-                    m.classic_session_timeout is not None, m.classic_session_timeout, m.rebalance_timeout))
-        elif isinstance(g, ShareGroup):
-            for m in g.members.values():
-                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, None, resolve(names, m.assigned),
-                                             resolve(names, g.target.get(m.member_id, {})), m.member_epoch,
-                                             _member_state_name(m.state), m.topics))
-        elif isinstance(g, StreamsGroup):
-            for m in g.members.values():
-                target = g.target.get(m.member_id, ())
-                out.append(ev.MemberSnapshot(m.member_id, m.client_id, m.host, m.instance_id,
-                                             g.partitions_of(m.active_tasks), g.partitions_of(target), m.member_epoch,
-                                             StreamsMemberState.parse(m.state).name, active_tasks=m.active_tasks,
-                                             target_tasks=target))
-        return out
+        return [] if g is None else g.member_snapshots(self.topic_names)
 
     def snapshot(self, now_ms: int | None = None, caught_up: bool = True) -> ev.ShardSnapshot:
         """Every group with members, offsets, lag, time lag and status at ``now_ms`` (default: last heartbeat).
@@ -605,13 +583,9 @@ class GroupCoordinatorShard:
             gtype = g.group_type
             state = g.state_name
             rebal, last_rb = g.rebalances, g.last_rebalance_ts
-            if isinstance(g, ClassicGroup):
-                ptype, assignor, gen, aepoch, leader = g.protocol_type, g.protocol or "", g.generation, None, g.leader
-                cst = g.current_state_timestamp if g.current_state_timestamp >= 0 else None
-                simple = g.is_simple
-            else:
-                ptype, gen, aepoch, leader, cst, simple = None, g.group_epoch, g.assignment_epoch, None, None, False
-                assignor = g.preferred_assignor(self.config.default_assignor) if isinstance(g, ConsumerGroup) else ""
+            ptype, gen, aepoch, leader, cst = g.header()
+            assignor = g.preferred_assignor(self.config.default_assignor)
+            simple = g.is_simple
         c = self.judge.counters(gid)
         return ev.GroupSnapshot(
             gid, gtype, state, ptype, assignor, gen, aepoch, leader, members, tuple(parts), topic_lags,
@@ -683,13 +657,13 @@ class GroupCoordinatorShard:
         return cls.from_state(doc.shard, config)
 
 
-def _member_state_name(code: int) -> str:
-    from protocol.records import MemberState
-
-    return MemberState.parse(code).name
-
-
 _STATUS_OF_CODE = tuple(Status)  # code -> Status without the enum call on the hot path
+
+def _of_type(g: Group | None, cls: type[_G]) -> _G | None:
+    """``g`` when it is a group of type ``cls`` (the type a record type belongs to), else None: a group's type is
+    its ``group_type``, one per class."""
+    return g if g is not None and g.group_type is cls.group_type else None
+
 
 _GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerGroup, GroupType.SHARE: ShareGroup,
                   GroupType.STREAMS: StreamsGroup}
@@ -699,7 +673,7 @@ _S = GroupCoordinatorShard
 Handler = Callable[[GroupCoordinatorShard, CoordinatorRecord, int, int, int, bool], None]
 
 
-def _typed(cls, gtype: GroupType, apply: Callable) -> Handler:
+def _typed(cls, apply: Callable) -> Handler:
     """The handler of a share or streams record type: gets the group the record's id names, creating it for a
     value (a tombstone of an unknown group is ignored), then ``apply(shard, group, record, offset, timestamp)``.
 
@@ -709,7 +683,7 @@ def _typed(cls, gtype: GroupType, apply: Callable) -> Handler:
 
     def handler(shard: GroupCoordinatorShard, rec: CoordinatorRecord, offset: int, ts: int, pid: int,
                 txn: bool) -> None:
-        g = shard._typed_group(cls, gtype, rec.key.group_id, rec.value is not None, offset, ts)
+        g = shard._typed_group(cls, rec.key.group_id, rec.value is not None, offset, ts)
         if g is not None:
             apply(shard, g, rec, offset, ts)
 
@@ -725,7 +699,7 @@ DISPATCH: dict[RecordType, Handler] = {
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: GroupCoordinatorShard._cg_target_member,
     _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: GroupCoordinatorShard._cg_current_assignment,
     _T.CONSUMER_GROUP_REGULAR_EXPRESSION: GroupCoordinatorShard._cg_regex,
-    **{t: _typed(ShareGroup, GroupType.SHARE, apply) for t, apply in (
+    **{t: _typed(ShareGroup, apply) for t, apply in (
         (_T.SHARE_GROUP_METADATA, _S._typed_group_metadata),
         (_T.SHARE_GROUP_PARTITION_METADATA, _S._share_partition_metadata),
         (_T.SHARE_GROUP_MEMBER_METADATA, _S._share_member),
@@ -733,7 +707,7 @@ DISPATCH: dict[RecordType, Handler] = {
         (_T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, _S._share_target_member),
         (_T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, _S._share_current_assignment),
         (_T.SHARE_GROUP_STATE_PARTITION_METADATA, _S._share_state_partition_metadata))},
-    **{t: _typed(StreamsGroup, GroupType.STREAMS, apply) for t, apply in (
+    **{t: _typed(StreamsGroup, apply) for t, apply in (
         (_T.STREAMS_GROUP_METADATA, _S._typed_group_metadata),
         (_T.STREAMS_GROUP_PARTITION_METADATA, _S._streams_partition_metadata),
         (_T.STREAMS_GROUP_MEMBER_METADATA, _S._streams_member),
@@ -786,8 +760,9 @@ class _GroupStatusRules:
 
     __slots__ = ("th", "windows", "cadence", "ownership_of", "unowned", "unsubscribed", "subscribed")
 
-    def __init__(self, g, members: tuple[ev.MemberSnapshot, ...], owners: Mapping[tuple[str, int], ev.MemberSnapshot],
-                 store: OffsetStore, gid: str, rows: Sequence[tuple], behind_s: Sequence[float | None],
+    def __init__(self, g: Group | None, members: tuple[ev.MemberSnapshot, ...],
+                 owners: Mapping[tuple[str, int], ev.MemberSnapshot], store: OffsetStore, gid: str,
+                 rows: Sequence[tuple], behind_s: Sequence[float | None],
                  th: Thresholds, now_ms: int, silent_after_ms: int,
                  kafka_outage: tuple[int, int] | None = None) -> None:
         """``behind_s``: how far behind each row is now, in seconds (None: no end-offset history).
@@ -795,11 +770,16 @@ class _GroupStatusRules:
         before it is known to have stopped heartbeating (the rebalance judge's threshold). ``kafka_outage``:
         ``(went away, came back)`` of Kafka's latest outage (None: none seen)."""
         self.th = th
-        simple = isinstance(g, ClassicGroup) and g.is_simple
+        if g is None:  # only offsets are left (DEAD): no membership facts
+            simple, assignment_known, self.subscribed, silent_ms, rebalanced = False, False, None, {}, None
+        else:
+            simple, assignment_known = g.is_simple, g.assignment_known
+            # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
+            self.subscribed = g.subscribed_topics()
+            silent_ms = g.silent_members(now_ms, silent_after_ms)
+            rebalanced = g.last_rebalance_ts
         known = not simple
         empty = known and not members
-        assignment_known = isinstance(g, ConsumerGroup) or (
-            isinstance(g, ClassicGroup) and all(m.assignment is not None for m in g.members.values()))
         self.windows = [store.window_of(gid, topic, p) for topic, p, *_ in rows]  # in the order of ``rows``
         cadences = [c for c in map(commit_cadence_ms, self.windows) if c is not None]
         self.cadence = sorted(cadences)[len(cadences) // 2] if cadences else None
@@ -814,16 +794,7 @@ class _GroupStatusRules:
                 owner_last[m.member_id] = cts
             owner_windows[m.member_id].append(window)
             owner_behind[m.member_id].append(None if behind is None else behind * 1000.0)
-        # The topics the members subscribe to (None: not known, e.g. an undecodable classic subscription).
-        self.subscribed: set[str] | None = None
-        if isinstance(g, ConsumerGroup):
-            self.subscribed = g.subscribed_topics()
-        elif isinstance(g, ClassicGroup) and g.members and all(m.topics for m in g.members.values()):
-            self.subscribed = {t for m in g.members.values() for t in m.topics}
         # One Ownership per member (and one for unowned partitions), shared by its partitions.
-        rebalanced = getattr(g, "last_rebalance_ts", None)
-        silent_ms = {k: now_ms - since for k, since in g.missed_bumps().items()
-                     if now_ms - since >= silent_after_ms} if isinstance(g, ConsumerGroup) else {}
         self.unowned = Ownership(known, empty, None, "", None, None, assignment_known, kafka_outage=kafka_outage)
         self.unsubscribed = Ownership(known, empty, None, "", None, None, assignment_known, topic_subscribed=False,
                                       kafka_outage=kafka_outage)
