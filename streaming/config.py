@@ -93,6 +93,9 @@ class SourceSettings(_Section):
     # How read tasks read Kafka: "fetch" sends Fetch requests itself and decodes the record batches column-wise
     # (plaintext listeners; TLS or SASL fall back to the consumer), "consumer" uses librdkafka's consumer.
     reader: Literal["fetch", "consumer"] = "fetch"
+    # Where __consumer_offsets records are read: by each shard's step, from the range the source planned (its
+    # records never pass through Spark's JVM), or by the source's read tasks and shuffled to the steps.
+    read_in_steps: bool = False
     builtin_kafka_source: bool = False  # use Spark's own "kafka" source (needs its jar on the classpath)
 
 

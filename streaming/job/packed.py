@@ -12,6 +12,7 @@ heartbeat chunks to every shard and a ``__consumer_offsets`` chunk to the shard 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -19,9 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.job.batch_sink import decode_table, encode_table
+from streaming.kafka.reader import OffsetRange
 from streaming.schema.tables import SOURCE
 
-__all__ = ["PACKED_DDL", "PACKED_SCHEMA", "pack", "pack_partitions", "unpack"]
+__all__ = ["PACKED_DDL", "PACKED_SCHEMA", "pack", "pack_partitions", "pack_ranges", "split_ranges", "unpack"]
+
+# A payload that names a range instead of holding its records (see ``pack_ranges``). No Arrow IPC stream starts so.
+_RANGE_MAGIC = b"GSRANGE1"
+_RANGE_HEAD = struct.Struct(">iqq")  # partition, first offset, end offset (exclusive); the topic's UTF-8 follows
 
 PACKED_DDL = "topic string, partition int, records int, payload binary"
 PACKED_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("records", pa.int32()),
@@ -63,3 +69,32 @@ def unpack(payloads: Iterable[bytes]) -> pa.Table:
     if not tables:
         return SOURCE.empty_table()
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def pack_ranges(ranges: Iterable[OffsetRange]) -> pa.RecordBatch:
+    """One ``PACKED_SCHEMA`` row per range, its payload naming the range rather than holding its records.
+
+    Why: the records of ``__consumer_offsets`` only pass through Spark on their way to the one shard step that
+    applies them; in local mode and on a cluster alike that step can read them from Kafka itself. Each byte then
+    crosses from Python to the JVM, through the shuffle and back no more: on the catch-up this was most of the
+    JVM's work. The range is planned by the source and kept in the checkpoint as before, so a batch run again
+    reads exactly the same records."""
+    ranges = list(ranges)
+    payloads = [_RANGE_MAGIC + _RANGE_HEAD.pack(r.partition, r.start, r.end) + r.topic.encode() for r in ranges]
+    return pa.RecordBatch.from_arrays([pa.array([r.topic for r in ranges], pa.string()),
+                                       pa.array([r.partition for r in ranges], pa.int32()),
+                                       pa.array([r.size for r in ranges], pa.int32()),
+                                       pa.array(payloads, pa.binary())], schema=PACKED_SCHEMA)
+
+
+def split_ranges(payloads: Iterable[bytes]) -> tuple[list[bytes], list[OffsetRange]]:
+    """The payloads that hold records, and the ranges the others name (in the order given)."""
+    data, ranges = [], []
+    for p in payloads:
+        if p[:len(_RANGE_MAGIC)] == _RANGE_MAGIC:
+            head = len(_RANGE_MAGIC) + _RANGE_HEAD.size
+            partition, start, end = _RANGE_HEAD.unpack(p[len(_RANGE_MAGIC):head])
+            ranges.append(OffsetRange(bytes(p[head:]).decode(), partition, start, end))
+        else:
+            data.append(p)
+    return data, ranges

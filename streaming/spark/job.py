@@ -15,6 +15,7 @@ from ..model.verdicts import RebalanceConfig
 from ..model.rules import Thresholds
 from ..model.shard import ModelConfig
 from streaming.job.step import StepConfig
+from streaming.kafka.range_read import RangeRead
 from .source import KafkaRangeSource
 from .stateful import OUTPUT_DDL, STATE_DDL, make_state_function
 
@@ -125,6 +126,8 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
                   .option("timeoutSeconds", str(src.read_timeout_seconds))
                   .option("packed", "true")
                   .option("reader", src.reader))
+        if src.read_in_steps:
+            reader = reader.option("deferredTopics", plan.offsets_topic)
         if src.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(src.max_offsets_per_trigger))
     if segments is None:
@@ -151,8 +154,11 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
                                                                       if settings.partition_rows_on_driver
                                                                       else frozenset()))
         log.info("executors write the data files of %s; the driver commits them", ", ".join(sorted(bulk)))
+    in_steps = src.read_in_steps and segments is None and not src.builtin_kafka_source
+    ranges = RangeRead({str(k): str(v) for k, v in settings.kafka.items()}, src.read_timeout_seconds,
+                       "read_committed", src.reader) if in_steps else None
     out = keyed.groupBy("shard").applyInPandasWithState(
-        make_state_function(step_config(settings), timeout_ms, bulk_write),
+        make_state_function(step_config(settings), timeout_ms, bulk_write, ranges),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",

@@ -9,7 +9,8 @@ Options (Spark lower-cases option keys): ``topics`` (comma list), ``startingoffs
 ``maxoffsetspertrigger``, ``readtasks``, ``unlimitedtopics`` (comma list read in full every batch),
 ``isolation`` (``read_committed``), ``timeoutseconds``, ``packed`` (``true``: one row per partition chunk with the
 records as an Arrow IPC payload, see :mod:`streaming.job.packed`; ``false``: a row per record, the columns of Spark's
-Kafka source), and ``kafka.<librdkafka setting>`` passed through.
+Kafka source), ``deferredtopics`` (comma list, packed only: a range of these topics is one row naming the range,
+and whoever processes the row reads its records), and ``kafka.<librdkafka setting>`` passed through.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class _Reader(RangeReader):
         self.isolation = opts.get("isolation", "read_committed")
         self.timeout_s = float(opts.get("timeoutseconds", "300"))
         self.packed = _packed(opts)
+        # Topics whose ranges travel as range markers: the shard steps read those records themselves.
+        self.deferred = frozenset(t.strip() for t in opts.get("deferredtopics", "").split(",") if t.strip())
+        if self.deferred and not self.packed:
+            raise ValueError("deferredTopics needs packed=true")
         self.reader = opts.get("reader", "fetch")
         if self.reader not in ("fetch", "consumer"):
             raise ValueError(f"reader must be fetch or consumer, got {self.reader!r}")
@@ -103,49 +108,24 @@ class _Reader(RangeReader):
     # ---- executor side --------------------------------------------------------------------------------------
 
     def read(self, partition: RangeTask) -> Iterator:
+        from streaming.job.packed import pack, pack_partitions, pack_ranges
+
+        from ..kafka.range_read import read_range_chunks
+
         ranges = list(partition.ranges)
-        if self.reader == "fetch":
-            from ..kafka.fetcher import direct_fetch_refusal
-
-            refusal = direct_fetch_refusal(self.kafka)
-            if refusal is None:
-                chunks = self._fetched(ranges)
-                if chunks is not None:
-                    yield from chunks
-                    return
-        from ..kafka.reader import read_ranges
-
-        batches = read_ranges(self.kafka, ranges, timeout_s=self.timeout_s, isolation=self.isolation)
-        if not self.packed:
-            yield from batches
-            return
-        from streaming.job.packed import pack
-
-        for batch in batches:
-            yield from pack(batch)
-
-    def _fetched(self, ranges: list) -> Iterator | None:
-        """The task's rows read with Fetch requests (:mod:`streaming.kafka.fetcher`), or None when a broker
-        speaks no Fetch version it knows (then the consumer reads them)."""
-        import itertools
-        import logging
-
-        from ..kafka.fetcher import UnsupportedBroker, fetch_ranges
-
-        chunks = fetch_ranges(self.kafka, ranges, timeout_s=self.timeout_s, isolation=self.isolation)
-        try:
-            first = next(chunks)
-        except StopIteration:
-            return iter(())
-        except UnsupportedBroker as exc:
-            logging.getLogger(__name__).warning("%s; reading with the consumer instead", exc)
-            return None
-        chunks = itertools.chain([first], chunks)
-        if not self.packed:
-            return (batch for _, _, batch in chunks)
-        from streaming.job.packed import pack_partitions
-
-        return (pack_partitions([chunk]) for chunk in chunks)
+        if self.deferred:
+            markers = [r for r in ranges if r.topic in self.deferred and r.size > 0]
+            if markers:
+                yield pack_ranges(markers)
+            ranges = [r for r in ranges if r.topic not in self.deferred]
+        for key, batch in read_range_chunks(self.kafka, ranges, timeout_s=self.timeout_s, isolation=self.isolation,
+                                            reader=self.reader):
+            if not self.packed:
+                yield batch
+            elif key is not None:
+                yield pack_partitions([(key[0], key[1], batch)])
+            else:
+                yield from pack(batch)
 
 
 def _lower_keys(options) -> dict[str, str]:

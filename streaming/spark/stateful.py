@@ -15,6 +15,7 @@ from typing import Iterator
 
 from streaming.job.bulk_files import BulkWrite, step_rows
 from streaming.job.step import SOURCE_SCHEMA, ShardStep, StepConfig
+from streaming.kafka.range_read import RangeRead
 
 __all__ = ["OUTPUT_DDL", "STATE_DDL", "make_state_function"]
 
@@ -24,15 +25,18 @@ STATE_DDL = "state binary"
 _CACHE: dict[int, tuple[bytes, ShardStep]] = {}
 
 
-def make_state_function(config: StepConfig, timeout_ms: int | None, bulk: BulkWrite | None = None):
-    """``bulk``: the tables this function writes as Delta data files itself (see :mod:`streaming.job.bulk_files`)."""
+def make_state_function(config: StepConfig, timeout_ms: int | None, bulk: BulkWrite | None = None,
+                        ranges: RangeRead | None = None):
+    """``bulk``: the tables this function writes as Delta data files itself (see :mod:`streaming.job.bulk_files`);
+    ``ranges``: how to read the records of the range markers among the chunks (see
+    :func:`streaming.job.packed.pack_ranges`)."""
 
     def run_shard(key, chunks: Iterator, state) -> Iterator:
         import pandas as pd
         import pyarrow as pa
 
         from streaming.job.batch_sink import encode_health
-        from streaming.job.packed import unpack
+        from streaming.job.packed import split_ranges, unpack
 
         shard = int(key[0])
         stored = bytes(state.get[0]) if state.exists else None
@@ -43,7 +47,12 @@ def make_state_function(config: StepConfig, timeout_ms: int | None, bulk: BulkWr
             step = ShardStep(shard, config, stored)
         frames = [f for f in chunks if len(f)]
         if frames and "payload" in frames[0].columns:  # packed chunks (the groupscope_kafka source)
-            table = unpack(p for f in frames for p in f["payload"])
+            payloads, marked = split_ranges(p for f in frames for p in f["payload"])
+            table = unpack(payloads)
+            if marked:
+                if ranges is None:
+                    raise RuntimeError("range markers reached a step that was not given how to read them")
+                table = pa.concat_tables([table, pa.Table.from_batches(ranges.rows(marked), schema=table.schema)])
         elif frames:  # a row per record (Spark's own kafka source)
             frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
             frame = frame[[name for name in SOURCE_SCHEMA.names]]

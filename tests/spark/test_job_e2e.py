@@ -69,10 +69,11 @@ def job_position(job) -> str:
             f"last batch {status.batch_duration_s:.1f} s, Spark: {spark_says}")
 
 
-@pytest.fixture(scope="module", params=["local", "standalone"])
+@pytest.fixture(scope="module", params=["local", "standalone", "local-source-reads"])
 def job_run(request, cluster, tmp_path_factory):
-    """The whole job once in local mode and once on a Spark standalone cluster (a master and two one-core workers
-    on loopback): the same assertions hold for both."""
+    """The whole job in local mode, on a Spark standalone cluster (a master and two one-core workers on loopback),
+    and in local mode with the source's read tasks reading the records (``source.read_in_steps: false``) instead
+    of the shard steps: the same assertions hold for all."""
     root = tmp_path_factory.mktemp(f"job-{request.param}")
     with ExitStack() as stack:
         spark = {}
@@ -80,7 +81,9 @@ def job_run(request, cluster, tmp_path_factory):
             master = stack.enter_context(standalone_cluster(root / "spark-cluster", workers=2))
             spark = {"master": master, "shuffle_partitions": 2, "conf": {"spark.executor.memory": "768m",
                                                                          "spark.cores.max": "2"}}
-        settings = job_settings(cluster.bootstrap_servers, root, metrics={"enabled": False}, spark=spark)
+        source = {"read_in_steps": request.param != "local-source-reads"}
+        settings = job_settings(cluster.bootstrap_servers, root, metrics={"enabled": False}, spark=spark,
+                                source=source)
         return _run_job(settings, standalone=request.param == "standalone")
 
 

@@ -48,3 +48,19 @@ def test_unpacking_every_chunk_gives_back_every_record():
 def test_nothing_in_nothing_out():
     assert list(pack(pa.RecordBatch.from_pylist([], schema=SOURCE))) == []
     assert unpack([]).num_rows == 0 and unpack([]).schema == SOURCE
+
+
+def test_range_markers_name_their_ranges_and_pass_record_chunks_through():
+    from streaming.job.packed import pack_ranges, split_ranges
+    from streaming.kafka.reader import OffsetRange
+
+    ranges = [OffsetRange("__consumer_offsets", 7, 100, 2_000_100), OffsetRange("t-é", 0, 0, 1)]
+    markers = pack_ranges(ranges)
+    assert markers.schema == PACKED_SCHEMA
+    assert markers.column("records").to_pylist() == [2_000_000, 1]
+    data = pack(_batch([("groupscope-heartbeat", 0, o) for o in range(3)]))
+    payloads = [*markers.column("payload").to_pylist()[:1], *(p for b in data for p in b.column("payload").to_pylist()),
+                markers.column("payload")[1].as_py()]
+    kept, named = split_ranges(payloads)
+    assert named == ranges
+    assert unpack(kept).column("offset").to_pylist() == [0, 1, 2]
