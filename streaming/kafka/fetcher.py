@@ -21,6 +21,7 @@ Only for ``security.protocol`` plaintext (the default): TLS and SASL stay with l
 
 from __future__ import annotations
 
+import atexit
 import logging
 import socket
 import struct
@@ -38,7 +39,7 @@ from streaming.schema.tables import SOURCE
 
 from .reader import OffsetRange, ReadTimeout
 
-__all__ = ["direct_fetch_refusal", "fetch_ranges", "UnsupportedBroker"]
+__all__ = ["direct_fetch_refusal", "fetch_ranges", "shared_leaders", "UnsupportedBroker"]
 
 log = logging.getLogger(__name__)
 
@@ -154,18 +155,20 @@ def fetch_ranges(
     batch_rows: int = 50_000,
     timeout_s: float = 300.0,
     isolation: str = "read_committed",
+    leaders: "_Leaders | None" = None,
 ) -> Iterator[tuple[str, int, pa.RecordBatch]]:
     """Yields ``(topic, partition, SOURCE rows)`` chunks covering ``ranges``, each in offset order, at most
     ``batch_rows`` rows (the last chunk of a range may be smaller). Raises :class:`ReadTimeout` after
     ``timeout_s`` without progress, :class:`UnsupportedBroker` before yielding anything when a broker speaks no
-    usable Fetch version."""
+    usable Fetch version. ``leaders``: connections kept open across calls (:func:`shared_leaders`), else this
+    call opens its own and closes them."""
     todo = {(r.topic, r.partition): _Range(r.topic, r.partition, r.start, r.end, _PARTITION_MAX_BYTES)
             for r in ranges if r.size > 0}
     if not todo:
         return
     read_committed = isolation == "read_committed"
     level = wire.READ_COMMITTED if read_committed else wire.READ_UNCOMMITTED
-    reader = _Leaders(kafka, timeout_s)
+    reader = leaders if leaders is not None else _Leaders(kafka, timeout_s)
     # One fetch in flight per connection, sent as soon as the previous response's batch headers say where each
     # range goes on: the broker prepares the next response while this task reads the records of the last one.
     in_flight: dict[_Connection, list[_Range]] = {}
@@ -243,7 +246,8 @@ def fetch_ranges(
             elif now - last_progress > 0.05:
                 time.sleep(0.05)  # errors or nothing from every leader for a while: do not spin
     finally:
-        reader.close()
+        if leaders is None or in_flight:  # a response left unread would be taken for the next call's
+            reader.close()
 
 
 def _timeout(todo: Mapping[tuple[str, int], _Range], timeout_s: float, reader: "_Leaders") -> ReadTimeout:
@@ -282,6 +286,22 @@ def _source_rows(r: _Range) -> pa.RecordBatch:
         pa.array(offsets, pa.int64()),
         pa.array(stamps * 1000, pa.int64()).cast(_TIMESTAMP_TYPE),  # ms -> us
     ], schema=SOURCE)
+
+
+_SHARED: dict[tuple, "_Leaders"] = {}
+
+
+def shared_leaders(kafka: Mapping[str, str], timeout_s: float) -> "_Leaders":
+    """One set of broker connections per process and configuration, for :func:`fetch_ranges` calls that follow one
+    another: a shard step reads one small range after another in the same task, and a metadata client and new
+    connections for each range cost more than reading it."""
+    key = (tuple(sorted(kafka.items())), timeout_s)
+    leaders = _SHARED.get(key)
+    if leaders is None:
+        if not _SHARED:
+            atexit.register(lambda: [shared.close() for shared in _SHARED.values()])
+        leaders = _SHARED[key] = _Leaders(kafka, timeout_s)
+    return leaders
 
 
 class _Leaders:

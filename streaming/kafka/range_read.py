@@ -22,16 +22,17 @@ log = logging.getLogger(__name__)
 
 
 def read_range_chunks(kafka: Mapping[str, str], ranges: Sequence[OffsetRange], *, timeout_s: float,
-                      isolation: str = "read_committed", reader: str = "fetch",
+                      isolation: str = "read_committed", reader: str = "fetch", keep_connections: bool = False,
                       ) -> Iterator[tuple[tuple[str, int] | None, pa.RecordBatch]]:
     """Every record of ``ranges`` as ``SOURCE`` batches: ``((topic, partition), rows)`` for a chunk of one
     partition in offset order (Fetch requests), ``(None, rows)`` for a batch that may mix partitions (the
-    consumer)."""
+    consumer). ``keep_connections``: the process's Fetch connections stay open for the next call."""
     if reader == "fetch":
-        from .fetcher import UnsupportedBroker, direct_fetch_refusal, fetch_ranges
+        from .fetcher import UnsupportedBroker, direct_fetch_refusal, fetch_ranges, shared_leaders
 
         if direct_fetch_refusal(kafka) is None:
-            chunks = fetch_ranges(kafka, ranges, timeout_s=timeout_s, isolation=isolation)
+            leaders = shared_leaders(kafka, timeout_s) if keep_connections else None
+            chunks = fetch_ranges(kafka, ranges, timeout_s=timeout_s, isolation=isolation, leaders=leaders)
             try:
                 first = next(chunks, None)
             except UnsupportedBroker as exc:
@@ -60,4 +61,5 @@ class RangeRead:
 
     def rows(self, ranges: Sequence[OffsetRange]) -> list[pa.RecordBatch]:
         return [rows for _, rows in read_range_chunks(self.kafka, ranges, timeout_s=self.timeout_s,
-                                                      isolation=self.isolation, reader=self.reader)]
+                                                      isolation=self.isolation, reader=self.reader,
+                                                      keep_connections=True)]
