@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Callable, Sequence
 
+from .knobs import MS, check_bounds, knob
+
 __all__ = ["Status", "Thresholds", "Ownership", "Verdict", "Facts", "Rule", "evaluate_partition", "group_status",
            "RULES", "commit_cadence_ms", "UNKNOWN_OWNERSHIP", "shown_status", "UNJUDGED_REASON"]
 
@@ -44,40 +46,44 @@ class Status(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """Evaluator knobs (every duration in ms).
+    """Evaluator knobs (every duration in ms), each settable in the ``model:`` section (:mod:`.knobs`).
 
     Raises:
-        ValueError: a negative or inconsistent value.
+        ValueError: a value outside its knob's bounds.
     """
 
-    allowed_lag: int = 0  # lag at or below this is caught up
-    min_window: int = 3  # same-offset commits that make a STALL
-    window: int = 8  # commits kept per partition
-    min_distance_ms: int = 1_000  # commits closer than this share one window slot
-    stop_after_ms: int = 30_000  # floor of the no-commit time before STOP
-    stop_cadence_factor: float = 5.0  # ... or this many of the group's usual commit intervals, if longer
-    stop_max_ms: int = 3_600_000  # ceiling of the adaptive no-commit time
-    # a single commit so far (no cadence yet): no STOP before this long without a second one; Kafka's default
-    # max.poll.interval.ms, so a job committing on a timer of up to five minutes is not STOP in its first interval
-    stop_first_interval_ms: int = 300_000
-    empty_group_grace_ms: int = 10_000  # a group with no members and lag: STOP after this
-    warn_after_ms: int = 10_000  # a consumer less than this far behind (in time) is never WARN
-    warn_cadence_factor: float = 2.0  # ... nor one less than this many commit intervals behind (a healthy
-    # consumer is about one interval behind at most, just before its next commit)
-    trend_ms: int = 30_000  # horizon over which lag is compared to tell growing from catching up
-    first_interval_ms: int = 60_000  # one commit so far: no WARN before this long without a second one
-    catching_up_ratio: float = 0.9  # lag below this fraction of its value a horizon ago: catching up
+    allowed_lag: int = knob(0, "records", "lag at or below this is caught up", ge=0)
+    min_window: int = knob(3, "commits", "same-offset commits that make a STALL (at most commit_window)",
+                           setting="stall_commits", ge=2)
+    window: int = knob(8, "commits", "commits kept per partition", setting="commit_window", ge=2, le=100)
+    min_distance_ms: int = knob(1_000, MS, "commits closer than this share one window slot",
+                                setting="commit_spacing_seconds", ge=0)
+    stop_after_ms: int = knob(30_000, MS, "floor of the no-commit time before STOP", gt=0)
+    stop_cadence_factor: float = knob(5.0, "commit intervals", "STOP waits this many of the group's usual commit "
+                                      "intervals when that is longer than stop_after_seconds", gt=0)
+    stop_max_ms: int = knob(3_600_000, MS, "ceiling of the adaptive no-commit time (at least stop_after_seconds)",
+                            gt=0)
+    # Kafka's default max.poll.interval.ms, so a job committing on a timer of up to five minutes is not STOP in its
+    # first interval
+    stop_first_interval_ms: int = knob(300_000, MS, "a single commit so far (no cadence yet): no STOP before this "
+                                       "long without a second one", gt=0)
+    empty_group_grace_ms: int = knob(10_000, MS, "a group with no members and lag: STOP after this", gt=0)
+    warn_after_ms: int = knob(10_000, MS, "a consumer less than this far behind (in time) is never WARN", gt=0)
+    # a healthy consumer is about one interval behind at most, just before its next commit
+    warn_cadence_factor: float = knob(2.0, "commit intervals", "a consumer less than this many commit intervals "
+                                      "behind is never WARN either", gt=0)
+    trend_ms: int = knob(30_000, MS, "horizon over which lag is compared to tell growing from catching up", gt=0)
+    first_interval_ms: int = knob(60_000, MS, "one commit so far: no WARN before this long without a second one",
+                                  setting="warn_first_interval_seconds", gt=0)
+    catching_up_ratio: float = knob(0.9, "fraction", "lag below this fraction of its value a horizon ago: catching "
+                                    "up", gt=0, lt=1)
 
     def __post_init__(self) -> None:
-        if self.allowed_lag < 0 or self.min_window < 2 or self.window < self.min_window:
-            raise ValueError("thresholds: need allowed_lag >= 0 and 2 <= min_window <= window")
-        if min(self.stop_after_ms, self.stop_max_ms, self.empty_group_grace_ms, self.warn_after_ms,
-               self.trend_ms, self.first_interval_ms, self.stop_first_interval_ms) <= 0 or self.min_distance_ms < 0:
-            raise ValueError("thresholds: durations must be positive")
-        if self.stop_max_ms < self.stop_after_ms:
-            raise ValueError("thresholds: stop_max_ms must be >= stop_after_ms")
-        if self.stop_cadence_factor <= 0 or self.warn_cadence_factor <= 0 or not 0 < self.catching_up_ratio < 1:
-            raise ValueError("thresholds: factors must be positive and catching_up_ratio in (0, 1)")
+        check_bounds(self)
+        # A window shorter than the stall count makes a STALL of the whole window, and a ceiling below the floor is
+        # the floor: the job always read the settings so, and a user setting one of a pair is not made to set both.
+        object.__setattr__(self, "min_window", min(self.min_window, self.window))
+        object.__setattr__(self, "stop_max_ms", max(self.stop_max_ms, self.stop_after_ms))
 
     def stop_after(self, cadence_ms: float | None) -> float:
         """No-commit time before STOP for a group that usually commits every ``cadence_ms``."""

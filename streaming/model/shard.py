@@ -29,6 +29,7 @@ from .availability import AvailabilityTracker
 from .catch_up import UNKNOWN as CATCH_UP_UNKNOWN, group_catch_up, partition_catch_up
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
+from .knobs import check_bounds, internal, knob
 from .lag import DEFAULT_HISTORY, INTERPOLATED, MEASURED, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
 from .offsets import NO_STATUS
@@ -50,21 +51,24 @@ _RECORD_TICK_MS = 1_000  # without heartbeats, time-driven verdicts are taken on
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
-    """Everything tunable about the model.
+    """Everything tunable about the model, each knob settable in the ``model:`` section (:mod:`.knobs`).
 
     Raises:
-        ValueError: a history smaller than 2 samples.
+        ValueError: a value outside its knob's bounds.
     """
 
     thresholds: Thresholds = Thresholds()
     rebalance: RebalanceConfig = RebalanceConfig()
-    end_offset_history: int = DEFAULT_HISTORY
-    default_assignor: str = "uniform"  # group.consumer.assignors[0], reported for groups whose members name none
-    track_all_topics: bool = False  # keep end offsets of every heartbeat topic, not only those groups consume
+    end_offset_history: int = knob(DEFAULT_HISTORY, "samples", "end-offset samples kept per partition for time lag",
+                                   ge=2, le=10_000)
+    default_assignor: str = knob("uniform", "name", "the broker's group.consumer.assignors[0]: reported for "
+                                 "consumer-protocol groups whose members name none")
+    track_all_topics: bool = internal(False, "end offsets of topics no group consumes are read by no status or "
+                                      "verdict; keeping them would grow the state with the cluster's topics (tools "
+                                      "that look at every topic set it)")
 
     def __post_init__(self) -> None:
-        if self.end_offset_history < 2:
-            raise ValueError("end_offset_history must be >= 2")
+        check_bounds(self)
 
 
 class GroupCoordinatorShard:

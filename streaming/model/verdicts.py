@@ -70,6 +70,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping
 
 from . import events as ev
+from .knobs import MS, check_bounds, knob
 from .state_format import build, fields_of
 
 __all__ = ["RebalanceConfig", "RebalanceJudge", "VerdictRule", "VERDICTS"]
@@ -77,35 +78,45 @@ __all__ = ["RebalanceConfig", "RebalanceJudge", "VerdictRule", "VERDICTS"]
 
 @dataclass(frozen=True, slots=True)
 class RebalanceConfig:
-    """How rebalances are judged.
+    """How rebalances are judged, each knob settable in the ``model:`` section (:mod:`.knobs`).
 
     Raises:
-        ValueError: a non-positive window or count.
+        ValueError: a value outside its knob's bounds.
     """
 
-    storm_rebalances: int = 3  # churn rebalances in the window before a storm can be called
-    storm_window_ms: int = 600_000
-    storm_flaps: int = 2  # flaps in the window that make the churn a storm
-    flap_lifetime_ms: int = 20_000  # a member leaving sooner than this after joining flapped
-    identity_flap_departures: int = 3  # the n-th departure of one identity in the window is a flap
-    settle_ms: int = 20_000  # quiet time that ends an episode (and lets its verdict be taken)
-    formation_settle_ms: int = 10_000  # a member of a new name joining a forming group that has run this long
-    # unchanged ends the formation: the group had formed, and the member adds capacity (a scale-out)
-    restart_wait_ms: int = 60_000  # ... while a new instance waits beside a present one of its name (the killed
-    # instance's session expiring); also how long two holders of one identity side by side make it a shared one
-    return_wait_ms: int = 180_000  # ... while the group is smaller than at the episode's start: time for the
-    # member that left to come back (a pod rescheduled, a JVM starting, a static member past its session) before
-    # the departure is called a scale-in
-    stepwise_leave_ms: int = 10_000  # members leaving one after another over at least this long, nobody joining:
-    # a scale-in step by step, judged at settle without the return wait (a deploy brings each member back before it
-    # takes the next one down; members lost together leave within seconds of each other)
-    storm_quiet_ms: int = 60_000  # quiet time that ends a storm
-    restart_chain_gap_ms: int = 300_000  # single-member restarts this close together form one rolling restart
-    silent_after_ms: int = 20_000  # a consumer-protocol member that has not followed an epoch bump for this long
-    # has stopped heartbeating (live ones follow within a heartbeat interval: 5 s by default, at most 15 s)
-    kafka_gap_ms: int = 15_000  # no heartbeat and no write for longer than this: Kafka was away (3 heartbeats)
-    kafka_rejoin_ms: int = 60_000  # after Kafka is back, members present before it went away rejoin within this
-    # (a new member id once their session timed out, the old one expiring a session later: 45 s by default)
+    storm_rebalances: int = knob(3, "rebalances", "churn rebalances in the window before a storm can be called",
+                                 ge=2)
+    storm_window_ms: int = knob(600_000, MS, "window in which churn and flaps are counted toward a storm", gt=0)
+    storm_flaps: int = knob(2, "flaps", "flaps in the window that make the churn a storm", ge=1)
+    flap_lifetime_ms: int = knob(20_000, MS, "a member leaving sooner than this after joining flapped", gt=0)
+    identity_flap_departures: int = knob(3, "departures", "the n-th departure of one identity in the storm window "
+                                         "is a flap", ge=2)
+    settle_ms: int = knob(20_000, MS, "quiet time that ends an episode (and lets its verdict be taken)", gt=0)
+    # such a join ends the formation: the group had formed, and the member adds capacity
+    formation_settle_ms: int = knob(10_000, MS, "a member of a new name joining a forming group that has run this "
+                                    "long unchanged is a scale-out", gt=0)
+    # also how long two holders of one identity side by side make it an identity they share
+    restart_wait_ms: int = knob(60_000, MS, "an episode waits this long while a new instance stands beside a "
+                                "present one of its name (the killed one's session expiring)", gt=0)
+    # time for the member that left to come back (a pod rescheduled, a JVM starting, a static member past its
+    # session) before the departure is called a scale-in
+    return_wait_ms: int = knob(180_000, MS, "an episode waits this long while the group is smaller than at its "
+                               "start", gt=0)
+    # judged at settle without the return wait (a deploy brings each member back before it takes the next one
+    # down; members lost together leave within seconds of each other)
+    stepwise_leave_ms: int = knob(10_000, MS, "members leaving one after another over at least this long, nobody "
+                                  "joining: a stepwise scale-in", gt=0)
+    storm_quiet_ms: int = knob(60_000, MS, "quiet time that ends a storm", gt=0)
+    restart_chain_gap_ms: int = knob(300_000, MS, "single-member restarts this close together form one rolling "
+                                     "restart", gt=0)
+    # live ones follow within a heartbeat interval: 5 s by default, at most 15 s
+    silent_after_ms: int = knob(20_000, MS, "a consumer-protocol member that has not followed an epoch bump for "
+                                "this long has stopped heartbeating", gt=0)
+    kafka_gap_ms: int = knob(15_000, MS, "no heartbeat and no coordinator write for longer than this (or three "
+                             "heartbeat intervals): Kafka was away", gt=0)
+    # a new member id once their session timed out, the old one expiring a session later: 45 s by default
+    kafka_rejoin_ms: int = knob(60_000, MS, "after Kafka is back, members present before it went away rejoin "
+                                "within this without counting as churn", gt=0)
 
     @property
     def ghost_wait_ms(self) -> int:
@@ -116,14 +127,7 @@ class RebalanceConfig:
         return 2 * self.restart_wait_ms
 
     def __post_init__(self) -> None:
-        if self.storm_rebalances < 2 or self.storm_flaps < 1 or self.identity_flap_departures < 2:
-            raise ValueError("rebalance config: storm_rebalances >= 2, storm_flaps >= 1, "
-                             "identity_flap_departures >= 2 required")
-        if min(self.storm_window_ms, self.flap_lifetime_ms, self.settle_ms, self.formation_settle_ms,
-               self.storm_quiet_ms,
-               self.restart_wait_ms, self.return_wait_ms, self.silent_after_ms, self.kafka_gap_ms,
-               self.kafka_rejoin_ms, self.stepwise_leave_ms) <= 0:
-            raise ValueError("rebalance config: every duration must be positive")
+        check_bounds(self)
 
 
 @dataclass(slots=True)

@@ -199,12 +199,19 @@ def test_status_order_harmless_to_worst():
     assert group_status([]) == Status.OK
 
 
-@pytest.mark.parametrize("kwargs", [dict(allowed_lag=-1), dict(min_window=1), dict(window=2, min_window=3),
-                                    dict(stop_after_ms=0), dict(stop_max_ms=10, stop_after_ms=20),
-                                    dict(catching_up_ratio=1.5), dict(stop_first_interval_ms=0)])
+@pytest.mark.parametrize("kwargs", [dict(allowed_lag=-1), dict(min_window=1), dict(window=1),
+                                    dict(stop_after_ms=0), dict(catching_up_ratio=1.5),
+                                    dict(stop_first_interval_ms=0)])
 def test_thresholds_validate(kwargs):
     with pytest.raises(ValueError):
         Thresholds(**kwargs)
+
+
+def test_a_short_window_and_a_low_ceiling_give_way():
+    """The stall count is at most the window and the STOP ceiling at least its floor, so a user setting one of a
+    pair (``commit_window: 2``, ``stop_after_seconds: 7200``) need not set the other."""
+    th = Thresholds(window=2, stop_after_ms=7_200_000)
+    assert (th.min_window, th.stop_max_ms) == (2, 7_200_000)
 
 
 def test_empty_window_is_a_caller_error():
