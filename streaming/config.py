@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from streaming.job.step import StepConfig
+from streaming.model.knobs import settings_of
 
 __all__ = ["Settings", "ConfigError", "load_settings", "redacted", "format_errors"]
 
@@ -179,42 +182,18 @@ class ApiSettings(_Section):
     port: int = Field(8000, ge=0, le=65535)  # Burrow's default port, so its clients only change the host
 
 
-class ModelSettings(_Section):
-    snapshot_interval_seconds: float = Field(10.0, gt=0)
-    lag_interval_seconds: float = Field(60.0, gt=0)
-    allowed_lag: int = Field(0, ge=0)
-    # Statuses (docs/verdicts.md): no-commit time before STOP is the larger of stop_after_seconds and
-    # stop_cadence_factor commit intervals of the group; a group with no members and lag is STOP after
-    # empty_group_grace_seconds; nobody less than warn_after_seconds behind is WARN.
-    stop_after_seconds: float = Field(30.0, gt=0)
-    stop_cadence_factor: float = Field(5.0, gt=0)
-    stop_max_seconds: float = Field(3600.0, gt=0)
-    # until a partition has a second commit (no cadence yet), no STOP before this long without one
-    stop_first_interval_seconds: float = Field(300.0, gt=0)
-    empty_group_grace_seconds: float = Field(10.0, gt=0)
-    warn_after_seconds: float = Field(10.0, gt=0)
-    commit_window: int = Field(8, ge=2, le=100)
-    # Rebalance verdicts (docs/verdicts.md): a storm is storm_rebalances membership changes with storm_flaps
-    # members leaving within flap_lifetime_seconds of joining, inside storm_window_seconds.
-    storm_rebalances: int = Field(3, ge=2)
-    storm_window_seconds: float = Field(600.0, gt=0)
-    storm_flaps: int = Field(2, ge=1)
-    flap_lifetime_seconds: float = Field(20.0, gt=0)
-    settle_seconds: float = Field(20.0, gt=0)
-    # a member of a new name joining a group that has run this long unchanged since it formed: a scale-out
-    formation_settle_seconds: float = Field(10.0, gt=0)
-    # a group smaller than before waits this long for the members that left to come back before a scale-in
-    return_wait_seconds: float = Field(180.0, gt=0)
-    # ... unless members left one after another over at least this long and nobody joined: a stepwise scale-in
-    stepwise_leave_seconds: float = Field(10.0, gt=0)
-    storm_quiet_seconds: float = Field(60.0, gt=0)
-    # a consumer-protocol member that has not followed a group epoch bump for this long stopped heartbeating
-    silent_after_seconds: float = Field(20.0, gt=0)
-    # no heartbeat and no coordinator write for this long (or three heartbeat intervals): Kafka was away; the
-    # members present then rejoin without counting as churn until kafka_rejoin_seconds after it is back
-    kafka_gap_seconds: float = Field(15.0, gt=0)
-    kafka_rejoin_seconds: float = Field(60.0, gt=0)
-    end_offset_history: int = Field(64, ge=2, le=10000)
+def _model_section() -> type[_Section]:
+    """The ``model:`` section, derived from the knobs the model declares (streaming.model.knobs): each knob's
+    setting name, type, default and bounds in the user's units (seconds for a duration the model holds in ms), and
+    its meaning as the field's description. A knob added to the model is a setting here without another line."""
+    fields: dict[str, Any] = {
+        s.name: (s.type, Field(s.default, description=f"{s.meaning} ({s.unit})" if s.unit else s.meaning,
+                               **dict(s.bounds)))
+        for s in settings_of(StepConfig)}
+    return create_model("ModelSettings", __base__=_Section, __module__=__name__, **fields)
+
+
+ModelSettings = _model_section()
 
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

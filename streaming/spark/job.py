@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from streaming.job.batch_sink import BatchSink
 from streaming.job.bulk_files import BulkWrite
 from ..config import Settings
-from ..model.verdicts import RebalanceConfig
-from ..model.rules import Thresholds
-from ..model.shard import ModelConfig
+from ..model.knobs import build
 from streaming.job.step import StepConfig
 from streaming.kafka.range_read import RangeRead
 from .source import KafkaRangeSource
@@ -32,32 +30,11 @@ class JobPlan:
 
 
 def step_config(settings: Settings) -> StepConfig:
-    m = settings.model
-    thresholds = Thresholds(allowed_lag=m.allowed_lag, window=m.commit_window, min_window=min(3, m.commit_window),
-                            stop_after_ms=int(m.stop_after_seconds * 1000), stop_cadence_factor=m.stop_cadence_factor,
-                            stop_max_ms=int(max(m.stop_max_seconds, m.stop_after_seconds) * 1000),
-                            stop_first_interval_ms=int(m.stop_first_interval_seconds * 1000),
-                            empty_group_grace_ms=int(m.empty_group_grace_seconds * 1000),
-                            warn_after_ms=int(m.warn_after_seconds * 1000))
-    rebalance = RebalanceConfig(storm_rebalances=m.storm_rebalances,
-                                storm_window_ms=int(m.storm_window_seconds * 1000), storm_flaps=m.storm_flaps,
-                                flap_lifetime_ms=int(m.flap_lifetime_seconds * 1000),
-                                settle_ms=int(m.settle_seconds * 1000),
-                                formation_settle_ms=int(m.formation_settle_seconds * 1000),
-                                return_wait_ms=int(m.return_wait_seconds * 1000),
-                                stepwise_leave_ms=int(m.stepwise_leave_seconds * 1000),
-                                storm_quiet_ms=int(m.storm_quiet_seconds * 1000),
-                                silent_after_ms=int(m.silent_after_seconds * 1000),
-                                kafka_gap_ms=int(m.kafka_gap_seconds * 1000),
-                                kafka_rejoin_ms=int(m.kafka_rejoin_seconds * 1000))
-    return StepConfig(
-        heartbeat_topic=settings.heartbeat.topic,
-        offsets_topic=settings.source.offsets_topic,
-        snapshot_interval_ms=int(m.snapshot_interval_seconds * 1000),
-        lag_interval_ms=int(m.lag_interval_seconds * 1000),
-        partition_rows_every_snapshot=settings.partition_rows_on_driver,
-        model=ModelConfig(thresholds=thresholds, rebalance=rebalance, end_offset_history=m.end_offset_history),
-    )
+    """The step's configuration: every knob from the ``model:`` section (streaming.model.knobs), the rest from the
+    sections it belongs to."""
+    return build(StepConfig, settings.model.model_dump(), heartbeat_topic=settings.heartbeat.topic,
+                 offsets_topic=settings.source.offsets_topic,
+                 partition_rows_every_snapshot=settings.partition_rows_on_driver)
 
 
 BULK_TABLES = frozenset({"commits", "lag"})
