@@ -247,12 +247,13 @@ def batch_log(checkpoint: Path) -> list[dict]:
     return out
 
 
-def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path: Path, broker_cpu: Broker) -> dict:
+def run_job(bootstrap: str, tmp: Path, records: int, timeout_s: float, log_path: Path, broker_cpu: Broker,
+            env_over: dict[str, str] | None = None) -> dict:
     port = _free_port()
     cp, delta = tmp / "checkpoint", tmp / "delta"
     cmd = [str(Path(sys.executable).parent / "groupscope"), "run", "--bootstrap", bootstrap, "--checkpoint", str(cp),
            "--delta-path", str(delta), "--metrics-port", str(port)]
-    env = dict(os.environ)
+    env = {**os.environ, **(env_over or {})}
     with open(log_path, "w") as log:
         started_wall, started = time.time(), time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
@@ -329,6 +330,31 @@ def class_archive_state() -> str:
     return "mapped (recorded by an earlier run)" if archive.recording is None else "none yet: this run records it"
 
 
+def compare_variants(args, broker, tmp: Path, ref: float | None) -> None:
+    """The default job and each ``--variant`` in turn, ``--rounds`` times, on the same backlog: one line each."""
+    variants = [("default", {})]
+    for spec in args.variant:
+        name, _, assignments = spec.partition(":")
+        variants.append((name, dict(a.split("=", 1) for a in assignments.split(",") if a)))
+    print("| run | variant | start to /ready | / reference | first batch planned | warm batches | peak PSS | "
+          "CPU of the process tree | commits rows |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for round_ in range(args.rounds):
+        for name, env_over in variants:
+            where = tmp / f"run-{round_}-{name}"
+            where.mkdir()
+            job = run_job(broker.bootstrap, where, args.records, args.timeout, where / "job.log", broker, env_over)
+            data = [b for b in job["batches"] if b["records"] > 0]
+            records, seconds = warm_batches(data)
+            cpu = job["cpu"]
+            ratio = "-" if ref is None else f"{job['ready_s'] / ref:.2f}x"
+            print(f"| {round_ + 1} | {name} | {job['ready_s']:.1f} s | {ratio} | "
+                  f"{data[0]['planned']:.1f} s | {records / seconds if seconds else float('nan'):,.0f}/s | "
+                  f"{job['memory'].peak_pss_total / 2**20:,.0f} MB | {sum(cpu.values()):.1f} s "
+                  f"({', '.join(f'{k} {v:.1f}' for k, v in sorted(cpu.items()))}) | "
+                  f"{'= backlog' if job['commit_rows'] == args.records else job['commit_rows']} |", flush=True)
+
+
 # ---- report ----------------------------------------------------------------------------------------------------
 
 
@@ -348,6 +374,10 @@ def main() -> None:
     ap.add_argument("--reference-only", action="store_true")
     ap.add_argument("--job-only", action="store_true")
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up on /ready after this many seconds")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                    help="compare the default job with jobs run under these environment settings, on the same "
+                         "backlog, in turn, --rounds times; one summary line per run")
+    ap.add_argument("--rounds", type=int, default=1, help="with --variant: how many times each job runs")
     ap.add_argument("--log", help="keep the job's log in this file (default: a temporary file, printed on failure)")
     args = ap.parse_args()
     if args.offsets_partitions is None:
@@ -383,6 +413,9 @@ def main() -> None:
                       f"({broker_cpu / seconds:.0%} of a core)")
             ref = min(s for s, _, _ in runs.values())
         if args.reference_only:
+            return
+        if args.variant:
+            compare_variants(args, broker, tmp, ref)
             return
         log_path = Path(args.log) if args.log else tmp / "job.log"
         archive = class_archive_state()

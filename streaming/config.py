@@ -90,7 +90,9 @@ class HeartbeatSettings(_Section):
 class SourceSettings(_Section):
     offsets_topic: str = "__consumer_offsets"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    max_offsets_per_trigger: int | None = Field(2_000_000, gt=0)
+    # Records per catch-up batch. Each shard step holds its own share of a batch (a 50-partition offsets topic: a
+    # fiftieth), so the bound is on the step's memory; 5M in one batch caught up sooner than 2M, 2M and 1M.
+    max_offsets_per_trigger: int | None = Field(5_000_000, gt=0)
     read_tasks: int = Field(2, gt=0, le=1024)
     read_timeout_seconds: float = Field(300.0, gt=0)
     # How read tasks read Kafka: "fetch" sends Fetch requests itself and decodes the record batches column-wise
@@ -98,7 +100,7 @@ class SourceSettings(_Section):
     reader: Literal["fetch", "consumer"] = "fetch"
     # Where __consumer_offsets records are read: by each shard's step, from the range the source planned (its
     # records never pass through Spark's JVM), or by the source's read tasks and shuffled to the steps.
-    read_in_steps: bool = False
+    read_in_steps: bool = True
     builtin_kafka_source: bool = False  # use Spark's own "kafka" source (needs its jar on the classpath)
 
 
