@@ -28,7 +28,7 @@ from protocol.builders import new_offset_commit  # noqa: E402
 from protocol.codec import encode_record  # noqa: E402
 from streaming.config import load_settings  # noqa: E402
 from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
-from streaming.job.runner import GroupscopeJob  # noqa: E402
+from streaming.driver.runner import GroupscopeJob  # noqa: E402
 
 
 def load_backlog(bootstrap: str, records: int, groups: int, partitions: int, offsets_partitions: int,

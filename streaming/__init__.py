@@ -4,9 +4,11 @@
   no Kafka client; may use ``protocol`` only.
 - ``schema/``: the shapes groupscope writes and reads (Delta table schemas and row builders, the heartbeat message).
   May use ``model``.
-- ``job/``: the streaming job's per-batch work (one shard's step, what a batch hands to the sinks, the metrics feed)
-  and ``runner.py``, which starts and stops it. May use everything below except ``commands``.
-- ``spark/``: the thin Spark glue (session, Kafka source, ``applyInPandasWithState``, the query).
+- ``job/``: what Spark's Python workers run: one shard's step per batch, the packed rows, the executors' data files,
+  and the batch hand-off the driver decodes. Never uses ``spark`` or ``driver``.
+- ``spark/``: the thin Spark glue (session, Kafka source, ``applyInPandasWithState``, the query). Uses ``job``.
+- ``driver/``: what runs on the driver and starts Spark: the runner and its supervisor, backfill, the metrics feed,
+  start-up progress lines. Uses ``spark`` and ``job``; only ``commands`` uses it.
 - ``kafka/``: Kafka clients (admin, heartbeat emitter, range reader, the embedded mock cluster).
 - ``sinks/``: Delta tables (and their maintenance) and the Prometheus endpoint.
 - ``api/``: the read-only HTTP API (Burrow's ``/v3`` paths, groupscope's ``/v1``) over the metrics state. May use

@@ -1,4 +1,4 @@
-"""``groupscope backfill``: fill the Delta tables from a broker's segment files (see ``streaming.job.backfill``)."""
+"""``groupscope backfill``: fill the Delta tables from a broker's segment files (see ``streaming.driver.backfill``)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def backfill(segments, config, delta_path, checkpoint, cluster, master, log_leve
         sys.exit(2)
     exit_unless_java("backfill")
     configure_logging(log_level)
-    from streaming.job.backfill import run_backfill
+    from streaming.driver.backfill import run_backfill
     from streaming.offline.segments import SegmentPathError
 
     from streaming.progress import Progress

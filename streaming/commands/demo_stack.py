@@ -168,7 +168,7 @@ def run_demo(options: DemoOptions, echo: Callable[[str], None] = print, out=None
     """Runs the demo until Ctrl-C or ``options.duration_s`` (counted from this call). ``echo``: status lines;
     ``out``: the stream of the view (default stdout; a live view when it is a terminal, else a plain summary)."""
     from streaming.kafka.mock_cluster import MockCluster
-    from streaming.job.runner import GroupscopeJob
+    from streaming.driver.runner import GroupscopeJob
     from streaming.simulator import Simulation, SimulationRunner, resolve
     from streaming.simulator.kafka_sink import KafkaSink
 

@@ -170,7 +170,7 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
     settings = _settings(config, bootstrap=bootstrap, cluster=cluster, metrics_port=metrics_port,
                          delta_path=delta_path, checkpoint=checkpoint, master=master, api_port=api_port)
     configure_logging(log_level, log_format)
-    from streaming.job.runner import GroupscopeJob
+    from streaming.driver.runner import GroupscopeJob
 
     def fail(message: str) -> None:
         """A start that failed: one line (a JSON record with --log-format json), then exit status 1."""
@@ -204,7 +204,7 @@ def run(config, bootstrap, cluster, metrics_port, delta_path, checkpoint, master
              "or metrics.port)")
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         fail(str(exc))
-    from streaming.job.runner import CheckpointUnusable
+    from streaming.driver.runner import CheckpointUnusable
     from streaming.spark.jvm_exit import JvmExited
 
     failure = None

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.job.runner import GroupscopeJob
+from streaming.driver.runner import GroupscopeJob
 from streaming.simulator import Simulation, SimulationRunner
 from streaming.simulator.kafka_sink import KafkaSink
 from tests.dashboards.promtools import PrometheusProcess

@@ -103,7 +103,7 @@ class LiveOutcome:
 def live(kafka, quiet, tmp_path_factory) -> LiveOutcome:
     """Runs the streaming job against the broker until its ``groups`` and ``lag`` tables say what Kafka's tool
     said at the quiet point (or 120 s pass), then stops it: the differences left are the test's verdict."""
-    from streaming.job.runner import GroupscopeJob
+    from streaming.driver.runner import GroupscopeJob
     from streaming.sinks.delta import DeltaSink
 
     root = tmp_path_factory.mktemp(f"job-{kafka.version}")
@@ -207,7 +207,7 @@ def test_describe_what_if_keeps_what_the_clients_assignor_gave(quiet, tmp_path, 
 @pytest.fixture(scope="module")
 def backfilled(kafka, quiet, live, tmp_path_factory):
     """``groupscope backfill`` over the copy, in this process once the live job has stopped (``live`` first)."""
-    from streaming.job.backfill import run_backfill
+    from streaming.driver.backfill import run_backfill
     from streaming.sinks.delta import DeltaSink
 
     root = tmp_path_factory.mktemp(f"backfill-{kafka.version}")

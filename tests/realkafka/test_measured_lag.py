@@ -23,7 +23,7 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streaming.job.runner import GroupscopeJob
+from streaming.driver.runner import GroupscopeJob
 from streaming.schema.read_model import epoch_ms
 from streaming.sinks.delta import DeltaSink
 from tests.realkafka.clients import wait_until

@@ -429,8 +429,8 @@ def test_the_feed_hands_the_metrics_only_the_events_they_act_on():
 
     from streaming.config import load_settings
     from streaming.job.batch_sink import BatchResult
-    from streaming.job.metrics_feed import MetricsFeed
-    from streaming.job.runner import JobStatus
+    from streaming.driver.metrics_feed import MetricsFeed
+    from streaming.driver.runner import JobStatus
     from streaming.schema.tables import GROUP_EVENTS
 
     feed = MetricsFeed(load_settings(None, {"metrics": {"port": 0, "host": "127.0.0.1"}}), JobStatus())
@@ -770,11 +770,11 @@ def test_feed_reports_records_of_the_offsets_topic_per_second(monkeypatch):
     rates would count the source's packed chunks)."""
     from streaming.job.batch_sink import BatchResult
     from streaming.config import load_settings
-    from streaming.job.metrics_feed import MetricsFeed
-    from streaming.job.runner import JobStatus
+    from streaming.driver.metrics_feed import MetricsFeed
+    from streaming.driver.runner import JobStatus
 
     clock = iter([1000.0, 1002.0, 1006.0])
-    monkeypatch.setattr("streaming.job.metrics_feed.time.time", lambda: next(clock))
+    monkeypatch.setattr("streaming.driver.metrics_feed.time.time", lambda: next(clock))
     status = JobStatus(batch_duration_s=0.5)
     feed = MetricsFeed(load_settings(None, {"metrics": {"port": 0, "host": "127.0.0.1"}}), status)
     feed.apply(BatchResult(0, health=[step(0, records=300), step(1, records=200)]))

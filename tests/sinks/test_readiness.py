@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from streaming.config import load_settings
 from streaming.kafka.heartbeat import HeartbeatEmitter
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.job.metrics_feed import MetricsFeed
-from streaming.job.runner import JobStatus
+from streaming.driver.metrics_feed import MetricsFeed
+from streaming.driver.runner import JobStatus
 from streaming.sinks.prometheus import MetricsServer, MetricsState, MonitorHealth
 from streaming.job.step import StepHealth
 

@@ -16,7 +16,7 @@ import pytest
 from protocol.codec import decode_record
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.model.describe import describe
-from streaming.job.runner import GroupscopeJob
+from streaming.driver.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
 from .standalone import executor_count, standalone_cluster

@@ -23,7 +23,7 @@ from protocol import partition_for
 from protocol.builders import new_offset_commit
 from protocol.codec import encode_record
 from streaming.kafka.mock_cluster import MockCluster
-from streaming.job.runner import GroupscopeJob
+from streaming.driver.runner import GroupscopeJob
 from streaming.sinks.delta import DeltaSink
 
 from tests.cli_helpers import stop_job

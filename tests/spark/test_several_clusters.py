@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from streaming.job.runner import GroupscopeJob
+from streaming.driver.runner import GroupscopeJob
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.simulator import Simulation, SimulationRunner
 from streaming.simulator.kafka_sink import KafkaSink

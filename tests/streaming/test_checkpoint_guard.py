@@ -8,7 +8,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from streaming.job.runner import refuse_tables_of_another_checkpoint
+from streaming.driver.runner import refuse_tables_of_another_checkpoint
 from streaming.schema.tables import TABLES
 from streaming.sinks.delta import DeltaSink
 

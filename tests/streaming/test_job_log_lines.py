@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from streaming.job.progress import BatchStallWatch, CatchUpWatch, checkpoint_position, resume_line
+from streaming.driver.progress import BatchStallWatch, CatchUpWatch, checkpoint_position, resume_line
 from streaming.kafka.client import Reachability
 from streaming.spark.jvm_output import JvmOutput
 from tests.cli_helpers import REPO
@@ -230,7 +230,7 @@ def test_run_logs_json_objects_with_time_level_logger_and_message(tmp_path):
 
 
 def test_a_failed_query_is_one_line():
-    from streaming.job.progress import query_error_line
+    from streaming.driver.progress import query_error_line
 
     error = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch "
              "sink. Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call "

@@ -13,8 +13,8 @@ from protocol.codec import encode_record
 from streaming.job.batch_sink import BatchSink, encode_health, encode_table
 from streaming.config import load_settings
 from streaming.schema.heartbeat_format import encode_heartbeats
-from streaming.job.metrics_feed import MetricsFeed
-from streaming.job.runner import JobStatus
+from streaming.driver.metrics_feed import MetricsFeed
+from streaming.driver.runner import JobStatus
 from streaming.sinks.delta import DeltaSink
 from streaming.job.step import METRICS_PARTITIONS, ShardStep, StepConfig
 from streaming.schema.tables import SOURCE

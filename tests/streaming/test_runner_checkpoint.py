@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.job.runner import CheckpointUnusable, ClusterRun, checkpoint_error
+from streaming.driver.runner import CheckpointUnusable, ClusterRun, checkpoint_error
 from streaming.model.state_format import MAGIC, VERSION, StateFormatError, decode
 from tests.spark.harness import job_settings
 

@@ -2,8 +2,8 @@
 (:func:`streaming.offline.recording.replay.replay_events`) feeds the job's step.
 
 The broker is librdkafka's mock cluster (a Kafka-protocol broker over TCP); the job is the real
-:class:`streaming.job.runner.GroupscopeJob` (groupscope_kafka source, local Spark, ``applyInPandasWithState``, Delta sink),
-with its own heartbeat emitter disabled so the only heartbeats are the recording's samples.
+:class:`streaming.driver.runner.GroupscopeJob` (groupscope_kafka source, local Spark, ``applyInPandasWithState``,
+Delta sink), with its own heartbeat emitter disabled so the only heartbeats are the recording's samples.
 
 Pacing. The replay hands the step one micro-batch per sample: the records with ``timestamp <= t_ms`` not yet given,
 plus one heartbeat carrying the sample. To give the live job the very same batches, nothing is produced while the
@@ -30,7 +30,7 @@ from streaming.config import Settings, load_settings
 from streaming.schema.heartbeat_format import encode_heartbeats
 from streaming.kafka.mock_cluster import MockCluster
 from streaming.offline.recording.load import EndOffsetSample, OffsetsRecord, Recording
-from streaming.job.runner import GroupscopeJob
+from streaming.driver.runner import GroupscopeJob
 
 __all__ = ["OFFSETS_PARTITIONS", "LiveRun", "live_settings", "play_live", "sample_batches"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from streaming.job.batch_sink import BatchResult, BatchSink
-from streaming.job.progress import query_error_line
+from streaming.driver.progress import query_error_line
 from streaming.config import Settings
 
 __all__ = ["CheckpointUnusable", "GroupscopeJob", "ClusterRun", "JobStatus", "refuse_tables_of_another_checkpoint"]
@@ -186,7 +186,7 @@ class ClusterRun:
 
     def _log_resume(self, access, partitions: list[int], started_at: float) -> None:
         """One line: where the checkpoint resumes (or a first start begins) and how far behind that is."""
-        from streaming.job.progress import CatchUpWatch, checkpoint_position, resume_line
+        from streaming.driver.progress import CatchUpWatch, checkpoint_position, resume_line
         from streaming.kafka.client import KafkaUnavailable
 
         s = self.settings
@@ -223,7 +223,7 @@ class ClusterRun:
         if self.several:  # each cluster's jobs in a pool of their own: a busy cluster cannot starve the others
             spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.name)
         self.query = start_query(spark, self.settings, self.plan, self.sink, query_name=self.query_name)
-        from streaming.job.progress import BatchStallWatch
+        from streaming.driver.progress import BatchStallWatch
 
         self.stall = BatchStallWatch(self.settings.metrics.ready_max_batch_age_seconds, self.log)
 
@@ -382,7 +382,7 @@ class GroupscopeJob:
         self._packages()
         s = self.clusters[0].settings
         if s.metrics.enabled:
-            from streaming.job.metrics_feed import MetricsFeed
+            from streaming.driver.metrics_feed import MetricsFeed
 
             first = self.clusters[0]
             self.metrics = MetricsFeed(s, first.status, emitter=lambda: first.emitter)

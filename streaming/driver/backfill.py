@@ -37,7 +37,7 @@ class BackfillReport:
 def offsets_to_read(settings: Settings, segments_path: str) -> dict[int, tuple[int, int]]:
     """``{partition: (first offset to read, log end)}`` of the segment files: from where the checkpoint of an
     earlier run ended, else from each partition's first segment."""
-    from streaming.job.progress import checkpoint_position
+    from streaming.driver.progress import checkpoint_position
     from streaming.offline.committed import log_end_offset
     from streaming.offline.segments import find_segments
 
@@ -57,7 +57,7 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
     it read and wrote. Raises ``SegmentPathError`` for a path without segments, ``RuntimeError`` for a failed query.
     ``progress``: told the offsets read of the total to read (markers and aborted records included), batch by
     batch."""
-    from streaming.job.runner import refuse_tables_of_another_checkpoint
+    from streaming.driver.runner import refuse_tables_of_another_checkpoint
     from streaming.offline.segments import find_segments
     from streaming.sinks.delta import DeltaSink
     from streaming.spark.job import JobPlan, start_query
@@ -109,7 +109,7 @@ def run_backfill(settings: Settings, segments_path: str, *, jvm_log: str | None 
             raise
         failure = query.exception()
         if failure is not None:
-            from streaming.job.progress import query_error_line
+            from streaming.driver.progress import query_error_line
 
             raise RuntimeError(f"the backfill query failed: {query_error_line(str(failure))}")
     finally:
