@@ -1,5 +1,6 @@
-"""The layout is a map: no import circles, each part uses only what its package docstring allows, and the README's
-Layout section names the folders that exist.
+"""The layout is a map: no import circles (between modules, and between ``streaming``'s sub-packages, which import
+each other only down the layers of ``LAYERS``), each part uses only what its package docstring allows, and the
+README's Layout section names the folders that exist.
 
 Imports are read with ``ast`` (not by importing), so every import counts: module level, inside functions and under
 ``TYPE_CHECKING`` alike. A circle hidden in a function is still a circle a reader has to untangle.
@@ -106,6 +107,69 @@ def test_circle_detector_finds_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def _subpackage(module: str) -> str | None:
+    """The ``streaming`` sub-package ``module`` belongs to (``streaming.job.step`` -> ``streaming.job``), or None for
+    a module directly under ``streaming`` (``config``, ``progress``) or outside it."""
+    parts = module.split(".")
+    if parts[0] != "streaming" or len(parts) < 2:
+        return None
+    name = ".".join(parts[:2])
+    return name if (REPO / "streaming" / parts[1] / "__init__.py").exists() else None
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded onto ``streaming``'s sub-packages: A -> B when any module of A imports one of B."""
+    out: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        source = _subpackage(name)
+        if source is None:
+            continue
+        out.setdefault(source, set()).update(t for t in map(_subpackage, targets) if t not in (None, source))
+    return out
+
+
+# The sub-packages of ``streaming`` in layers, top first: a package may import those of the rows below its own,
+# never one of its row or above. A circle between two packages means neither can be read, tested or shipped to
+# Spark's workers without the other.
+LAYERS = (
+    ("commands",),  # the command line: nothing imports it
+    ("driver",),  # runs on the driver and starts Spark: the runner and its supervisor, backfill, the metrics feed
+    ("spark",),  # Spark glue: session, sources, applyInPandasWithState, the query
+    ("offline",),  # segment files and recordings, replayed through job.step
+    ("job",),  # what Spark's Python workers run: the shard step, packed rows, the batch hand-off
+    ("api", "simulator"),  # the HTTP API over the metrics state; the workload simulator
+    ("kafka", "sinks"),  # Kafka clients; Delta tables and the Prometheus endpoint
+    ("schema",),  # table schemas, the heartbeat message
+    ("model",),  # the plain-Python group model
+)
+
+
+def _downward_violations(packages: dict[str, set[str]], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Package imports that do not go down ``layers`` (or involve a package missing from it)."""
+    row = {f"streaming.{name}": i for i, names in enumerate(layers) for name in names}
+    wrong = [f"{p} is in no layer" for p in sorted(set(packages) | set().union(*packages.values())) if p not in row]
+    wrong += [f"{p} imports {t}" for p, targets in sorted(packages.items()) for t in sorted(targets)
+              if p in row and t in row and row[t] <= row[p]]
+    return wrong
+
+
+def test_subpackages_import_each_other_one_way() -> None:
+    packages = _package_graph(_graph())
+    assert _circles(packages) == []
+    assert _downward_violations(packages, LAYERS) == []
+
+
+def test_package_graph_keeps_a_circle_between_packages() -> None:
+    """Folding modules onto packages must not lose a circle that only shows at package level."""
+    graph = {"streaming.job.step": {"streaming.spark.session"}, "streaming.spark.job": {"streaming.job.packed"},
+             "streaming.job.packed": set(), "streaming.spark.session": set(), "streaming.config": {"streaming.job"}}
+    assert _circles(graph) == []
+    assert _circles(_package_graph(graph)) == [["streaming.job", "streaming.spark"]]
+    assert _downward_violations(_package_graph(graph), (("spark",), ("job",))) == [
+        "streaming.job imports streaming.spark"]
+    assert _downward_violations({"streaming.new": set()}, (("job",),)) == ["streaming.new is in no layer"]
+
+
 def _third_party(path: Path) -> set[str]:
     roots: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -127,6 +191,11 @@ ALLOWED = {
                            "streaming.job.step", "streaming.config", "streaming.progress"},
                           {"pyspark", "confluent_kafka"}),
     "streaming.progress": (set(), {"pyspark", "confluent_kafka", "deltalake", "delta", "prometheus_client"}),
+    # what Spark's workers run imports nothing that starts or glues Spark; the glue never reaches the driver's side
+    "streaming.job": ({"protocol", "streaming.model", "streaming.schema", "streaming.kafka", "streaming.sinks",
+                       "streaming.job"}, set()),
+    "streaming.spark": ({"streaming.config", "streaming.model", "streaming.schema", "streaming.kafka",
+                         "streaming.offline", "streaming.job", "streaming.spark"}, set()),
 }
 
 
