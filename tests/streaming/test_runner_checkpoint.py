@@ -14,9 +14,9 @@ from tests.spark.harness import job_settings
 # How Spark reports an exception raised in a Python worker (the query's plan follows it).
 _SPARK_TEXT = """[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function.
 org.apache.spark.api.python.PythonException: Traceback (most recent call last):
-  File "/work/streaming/spark/stateful.py", line 44, in run_shard
+  File "streaming/spark/stateful.py", line 44, in run_shard
     step = ShardStep(shard, config, stored)
-  File "/work/streaming/model/state_format.py", line 88, in decode
+  File "streaming/model/state_format.py", line 88, in decode
     raise _newer(int(head[3:4]))
 streaming.model.state_format.StateFormatError: {message}
 
