@@ -16,5 +16,8 @@
 - ``offline/``: reading without a job: broker segment files and real-Kafka recordings, replayed through the model.
 - ``simulator/``: the workload simulator behind ``groupscope simulate`` and the demo.
 - ``commands/``: the ``groupscope`` command line, one module per command; nothing else imports it.
-- ``config.py``: the settings file and its validation, used by the commands and the job.
+- ``config.py``: the settings file and its validation, read by the commands, the driver, the Spark glue, the Kafka
+  clients and the sinks. Uses ``model`` only (the ``model:`` section comes from the knobs declared there), so all
+  of them can.
+- ``progress.py``: how far long work has come (a bar or log lines). Uses nothing of the project.
 """

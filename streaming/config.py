@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from streaming.job.step import StepConfig
+from streaming.model.step_config import StepConfig
 from streaming.model.knobs import settings_of
 
 __all__ = ["Settings", "ConfigError", "load_settings", "redacted", "format_errors"]

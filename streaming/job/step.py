@@ -17,7 +17,7 @@ and the Spark glue stays a few lines. For one shard (one ``__consumer_offsets`` 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -33,43 +33,17 @@ from streaming.schema.heartbeat_format import Heartbeat, HeartbeatError, decode_
 from streaming.job.lagging import LAGGING, lagging_table
 from streaming.model import events as ev
 from streaming.model import state_format
-from streaming.model.knobs import MS, check_bounds, internal, knob
 from streaming.model.lag import EndOffsetSample
-from streaming.model.shard import GroupCoordinatorShard, ModelConfig
+from streaming.model.shard import GroupCoordinatorShard
+# declared beside the model, where the configuration loader reads it without importing the step
+from streaming.model.step_config import StepConfig
 from streaming.schema.tables import COMMITS, GROUP_EVENTS, GROUPS, LAG, QUARANTINE, SOURCE, TS, event_row, group_row, partition_rows
 
 __all__ = ["StepConfig", "StepHealth", "ShardStep", "SOURCE_SCHEMA", "METRICS_PARTITIONS"]
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
 SOURCE_SCHEMA = SOURCE  # the rows a step takes: what the Kafka source delivers
 # Output of partition rows (``LAG`` schema) meant for the metrics only, not the Delta ``lag`` table.
 METRICS_PARTITIONS = "partitions"
-
-
-@dataclass(frozen=True, slots=True)
-class StepConfig:
-    """What one shard's step is told: the model's configuration, and the step's own knobs of the ``model:``
-    section (:mod:`streaming.model.knobs`)."""
-
-    heartbeat_topic: str = internal("groupscope-heartbeat", "the heartbeat section's topic")
-    offsets_topic: str = internal(OFFSETS_TOPIC, "the source section's offsets_topic")
-    snapshot_interval_ms: int = knob(10_000, MS, "every group of the shard re-evaluated at least this often", gt=0)
-    lag_interval_ms: int = knob(60_000, MS, "partition rows written to the lag table this often", gt=0)
-    # partition-level metrics: the partitions of every re-evaluated group go to the partitions output
-    partition_rows_every_snapshot: bool = internal(False, "follows from metrics.partition_metrics and api.enabled: "
-                                                   "whoever reads partition rows on the driver")
-    caught_up_slack: int = knob(0, "records", "records behind the offsets topic's last stable offset still counted "
-                                "as caught up", ge=0)
-    # A batch whose heartbeats were read after its records were planned looks behind for a moment on a busy or
-    # loaded job, and statuses gated on being caught up must not flap with it. A job that really falls behind for
-    # longer is reported behind.
-    caught_up_grace_ms: int = knob(30_000, MS, "once caught up, a shard stays so while it was caught up within "
-                                   "this long", ge=0)
-    model: ModelConfig = field(default_factory=ModelConfig)
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
 
 @dataclass(frozen=True, slots=True)
