@@ -1,6 +1,6 @@
-"""The layout is a map: no import circles (between modules, and between ``streaming``'s sub-packages, which import
-each other only down the layers of ``LAYERS``), each part uses only what its package docstring allows, and the
-README's Layout section names the folders that exist.
+"""The layout is a map: no import circles (between modules, and between ``streaming``'s parts, its sub-packages and
+the modules directly under it, which import each other only down the layers of ``LAYERS``), each part uses only
+what its package docstring allows, and the README's Layout section names the folders that exist.
 
 Imports are read with ``ast`` (not by importing), so every import counts: module level, inside functions and under
 ``TYPE_CHECKING`` alike. A circle hidden in a function is still a circle a reader has to untangle.
@@ -107,30 +107,33 @@ def test_circle_detector_finds_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def _subpackage(module: str) -> str | None:
-    """The ``streaming`` sub-package ``module`` belongs to (``streaming.job.step`` -> ``streaming.job``), or None for
-    a module directly under ``streaming`` (``config``, ``progress``) or outside it."""
+def _part(module: str) -> str | None:
+    """The part of ``streaming`` that ``module`` belongs to, or None outside it: its sub-package
+    (``streaming.job.step`` -> ``streaming.job``), itself for a module directly under ``streaming``
+    (``streaming.config``), and ``streaming.__init__`` for the package's own ``__init__``.
+
+    Modules directly under ``streaming`` are parts of their own: left out, a circle through one of them (the
+    configuration, read by the Kafka clients and the sinks) would pass unseen between the packages it joins."""
     parts = module.split(".")
-    if parts[0] != "streaming" or len(parts) < 2:
+    if parts[0] != "streaming":
         return None
-    name = ".".join(parts[:2])
-    return name if (REPO / "streaming" / parts[1] / "__init__.py").exists() else None
+    return ".".join(parts[:2]) if len(parts) > 1 else "streaming.__init__"
 
 
 def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The module graph folded onto ``streaming``'s sub-packages: A -> B when any module of A imports one of B."""
+    """The module graph folded onto ``streaming``'s parts: A -> B when any module of A imports one of B."""
     out: dict[str, set[str]] = {}
     for name, targets in graph.items():
-        source = _subpackage(name)
+        source = _part(name)
         if source is None:
             continue
-        out.setdefault(source, set()).update(t for t in map(_subpackage, targets) if t not in (None, source))
+        out.setdefault(source, set()).update(t for t in map(_part, targets) if t not in (None, source))
     return out
 
 
-# The sub-packages of ``streaming`` in layers, top first: a package may import those of the rows below its own,
-# never one of its row or above. A circle between two packages means neither can be read, tested or shipped to
-# Spark's workers without the other.
+# The parts of ``streaming`` (sub-packages, and the modules directly under it) in layers, top first: a part may
+# import those of the rows below its own, never one of its row or above. A circle between two parts means neither
+# can be read, tested or shipped to Spark's workers without the other.
 LAYERS = (
     ("commands",),  # the command line: nothing imports it
     ("driver",),  # runs on the driver and starts Spark: the runner and its supervisor, backfill, the metrics feed
@@ -139,8 +142,11 @@ LAYERS = (
     ("job",),  # what Spark's Python workers run: the shard step, packed rows, the batch hand-off
     ("api", "simulator"),  # the HTTP API over the metrics state; the workload simulator
     ("kafka", "sinks"),  # Kafka clients; Delta tables and the Prometheus endpoint
+    ("config",),  # the settings file, read by every part above; its model: section comes from the model's knobs
     ("schema",),  # table schemas, the heartbeat message
-    ("model",),  # the plain-Python group model
+    # the plain-Python group model; how far long work is (a leaf); the package's own __init__, which Python runs
+    # before any module of the package, so whatever it imported every part would import
+    ("model", "progress", "__init__"),
 )
 
 
@@ -153,10 +159,17 @@ def _downward_violations(packages: dict[str, set[str]], layers: tuple[tuple[str,
     return wrong
 
 
-def test_subpackages_import_each_other_one_way() -> None:
+def test_subpackages_and_top_level_modules_import_down_the_layers() -> None:
     packages = _package_graph(_graph())
     assert _circles(packages) == []
     assert _downward_violations(packages, LAYERS) == []
+
+
+def test_every_layer_names_a_part_that_exists() -> None:
+    """A row naming a part that is gone (renamed, merged) would keep a stale place in the order."""
+    parts = {_part(name) for name in _modules()} - {None}
+    assert sorted(f"streaming.{name}" for names in LAYERS for name in names
+                  if f"streaming.{name}" not in parts) == []
 
 
 def test_package_graph_keeps_a_circle_between_packages() -> None:
@@ -165,9 +178,35 @@ def test_package_graph_keeps_a_circle_between_packages() -> None:
              "streaming.job.packed": set(), "streaming.spark.session": set(), "streaming.config": {"streaming.job"}}
     assert _circles(graph) == []
     assert _circles(_package_graph(graph)) == [["streaming.job", "streaming.spark"]]
-    assert _downward_violations(_package_graph(graph), (("spark",), ("job",))) == [
+    assert _downward_violations(_package_graph(graph), (("spark",), ("config",), ("job",))) == [
         "streaming.job imports streaming.spark"]
     assert _downward_violations({"streaming.new": set()}, (("job",),)) == ["streaming.new is in no layer"]
+
+
+def test_package_graph_keeps_a_circle_through_a_top_level_module() -> None:
+    """The circle the configuration once closed: ``config`` read the step's knobs from ``job.step``, the step wrote
+    its data files with ``sinks``, and ``sinks`` read its settings from ``config``. No module imports itself back,
+    so only the fold shows it, and only with ``config`` counted as a part of its own."""
+    graph = {"streaming.config": {"streaming.job.step", "streaming.model.knobs"},
+             "streaming.job.step": {"streaming.job.bulk_files", "streaming.model.knobs"},
+             "streaming.job.bulk_files": {"streaming.sinks.delta_files"},
+             "streaming.sinks.delta_files": set(), "streaming.sinks.delta_maintenance": {"streaming.config"},
+             "streaming.model.knobs": set()}
+    assert _circles(graph) == []
+    assert _circles(_package_graph(graph)) == [["streaming.config", "streaming.job", "streaming.sinks"]]
+    assert _downward_violations(_package_graph(graph), LAYERS) == ["streaming.config imports streaming.job"]
+    # without the top-level module the same packages are in order: the circle is the configuration's
+    del graph["streaming.config"]
+    graph["streaming.sinks.delta_maintenance"] = set()
+    assert _circles(_package_graph(graph)) == []
+    assert _downward_violations(_package_graph(graph), LAYERS) == []
+
+
+def test_a_top_level_module_missing_from_the_layers_fails() -> None:
+    graph = {"streaming.settings": {"streaming.model.knobs"}, "streaming.model.knobs": set(), "streaming": set()}
+    assert _package_graph(graph) == {"streaming.settings": {"streaming.model"}, "streaming.model": set(),
+                                     "streaming.__init__": set()}
+    assert _downward_violations(_package_graph(graph), LAYERS) == ["streaming.settings is in no layer"]
 
 
 def _third_party(path: Path) -> set[str]:
