@@ -34,7 +34,9 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   newcomer is a scale-out.
 
 The verdicts, as a table (:data:`VERDICTS`, which the code runs: each row a named predicate and a reason template,
-tried in this order), first match wins:
+tried in this order), first match wins. Each row belongs to the moment it is tried at: as a churn rebalance arrives,
+before it is counted (a formation it ends), once it is counted (a storm; a rolling restart complete at once), when
+a quiet period has passed (a storm's end), or when an episode settles:
 
 =================  =====================================================================================  ==========
 verdict            when                                                                                    reported
@@ -309,21 +311,13 @@ class RebalanceJudge:
             return ident not in j.shared and holders.get(ident, 0) <= 2 and (distinct > 1 or len(before) <= 2)
 
         ep = j.episode
-        if left and ep is not None and ep.started_empty and ep.departures == 0 and not ep.flaps \
-                and j.storm_since is None:
-            # The group formed and now a member leaves: the formation is over even if it has not been quiet for
-            # the settle time, and what follows is judged against the members it formed with (a deploy that
-            # begins seconds after the group formed is still a rolling restart of those members).
-            out.append(self._verdict(gid, j, "formation", offset, ts, ep))
-            ep = None
-        elif joined and not left and ep is not None and ep.started_empty and ep.departures == 0 and not ep.flaps \
-                and j.storm_since is None and ts - ep.last_ms >= cfg.formation_settle_ms \
-                and not set(before.values()).intersection(after[m] for m in joined):
-            # The group has run unchanged since it formed and now grows by members of new names (not new
-            # instances of present ones: a restart beside its killed instance): it had formed, and they add
-            # capacity. Without this a group that consumes with one member and then grows one member every few
-            # seconds stays one formation for as long as it grows (a scale-out an on-call engineer wants named).
-            out.append(self._verdict(gid, j, "formation", offset, ts, ep))
+        # An open episode this rebalance ends before it is counted (the arrival rows of VERDICTS).
+        change = _Change(joined=len(joined), left=len(left),
+                         new_names=not set(before.values()).intersection(after[m] for m in joined))
+        rule = next((r for r in VERDICTS if r.taken == "arrival" and r.when(_Case(self, j, ep, ts, change=change))),
+                    None)
+        if rule is not None:
+            out.append(self._verdict(gid, j, rule.verdict, offset, ts, ep, reason=rule.reason))
             ep = None
         leavers: list[str] = []
         young: list[str] = []
@@ -430,20 +424,24 @@ class RebalanceJudge:
         # Storm: judged again at every churn rebalance.
         flaps = self._flaps(j)
         if j.storm_since is not None:
+            # While a storm is active no other verdict is taken: its rebalances belong to the storm.
             j.storm_gap = max(j.storm_gap, ts - j.storm_last_churn)
             j.storm_last_churn, j.storm_last_offset = ts, offset
             j.storm_rebalances += 1
             # What the group's latest verdict says follows the storm while it lasts, not frozen at its start.
             j.counters = replace(j.counters, last_reason=REASONS["storm"].format(
                 c=_Case(self, j, None, ts, flaps=flaps)))
-        elif _STORM.when(_Case(self, j, None, ts, flaps=flaps)):
+            return out
+        case = _Case(self, j, ep, ts, flaps=flaps)
+        rule = next((r for r in VERDICTS if r.taken == "rebalance" and r.when(case)), None)
+        if rule is None:
+            return out
+        if rule is _STORM:
             out.append(self._start_storm(gid, j, flaps, offset, ts))
             return out
-        if j.storm_since is None and ep is not None:
-            ghosts = self._restarted_beside_ghosts(ep, j)
-            if ghosts is not None or self._rolling_restart_complete(ep, j):
-                j.ghosts = ghosts or set()
-                out.append(self._verdict(gid, j, "rolling_restart", offset, ts))
+        # A restart called while killed instances are still in the group: their departure completes it.
+        j.ghosts = (rule.ghosts(case) if rule.ghosts is not None else None) or set()
+        out.append(self._verdict(gid, j, rule.verdict, offset, ts, ep, reason=rule.reason))
         return out
 
     def _kafka_window(self, j: _GroupJudgement, ts: int) -> bool:
@@ -753,14 +751,14 @@ class RebalanceJudge:
                 and ep.size_now >= ep.size_before)
 
     def _verdict(self, gid: str, j: _GroupJudgement, verdict: str, offset: int, at: int,
-                 ep: _Episode | None = None, *, settled: bool = False) -> ev.Event:
+                 ep: _Episode | None = None, *, settled: bool = False, reason: str = "") -> ev.Event:
         """The verdict event, counted. ``settled``: taken on time, once the group stayed quiet (else at a
-        rebalance)."""
+        rebalance). ``reason``: the template of the row that decided (default: the verdict's own row's)."""
         ep = ep if ep is not None else j.episode
         assert ep is not None
         j.episode = None
         span = (ep.last_ms - ep.start_ms) / 1000.0
-        reason = REASONS[verdict].format(c=_Case(self, j, ep, at, settled=settled))
+        reason = (reason or REASONS[verdict]).format(c=_Case(self, j, ep, at, settled=settled))
         if verdict == "rolling_restart":
             event: ev.Event = ev.RollingRestart(gid, offset, at, ep.rebalances, span, ep.start_ms, (),
                                                 reason=reason)
@@ -797,15 +795,60 @@ class RebalanceJudge:
         self.groups = {g: _GroupJudgement.from_state(j) for g, j in state["groups"].items()}
 
 
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What the churn rebalance being judged changed, as the arrival rows read it: how many members joined and
+    left, and whether every newcomer carries a name no present member has (a member added, not a new instance
+    beside a killed one)."""
+
+    joined: int = 0
+    left: int = 0
+    new_names: bool = False
+
+
+_NO_CHANGE = _Change()
+
+
 class _Case:
     """What the verdict rules read about one group when a verdict may be taken: its judgement, the episode being
-    judged (None for a storm), when, and the figures the reason templates name (``{c.span_s}``)."""
+    judged (None for a storm's own figures), when, what the arriving rebalance changed (arrival rows), and the
+    figures the reason templates name (``{c.span_s}``)."""
 
-    __slots__ = ("judge", "j", "ep", "at", "settled", "flaps")
+    __slots__ = ("judge", "j", "ep", "at", "settled", "flaps", "change")
 
     def __init__(self, judge: "RebalanceJudge", j: _GroupJudgement, ep: _Episode | None, at: int, *,
-                 settled: bool = False, flaps: int = 0) -> None:
+                 settled: bool = False, flaps: int = 0, change: _Change | None = None) -> None:
         self.judge, self.j, self.ep, self.at, self.settled, self.flaps = judge, j, ep, at, settled, flaps
+        self.change = change if change is not None else _NO_CHANGE
+
+    # ---- the rebalance arriving (arrival rows)
+
+    @property
+    def forming(self) -> bool:
+        """The open episode is a formation nobody has left yet, and no storm holds the group: the episode a
+        departure or a newcomer may end before the rebalance is counted."""
+        ep = self.ep
+        return (ep is not None and ep.started_empty and ep.departures == 0 and not ep.flaps
+                and self.j.storm_since is None)
+
+    @property
+    def formed_unchanged(self) -> bool:
+        """The forming group has run ``formation_settle_ms`` since its last change."""
+        return self.at - self.ep.last_ms >= self.judge.config.formation_settle_ms
+
+    # ---- restarts called at a rebalance (rebalance rows)
+
+    @property
+    def restart_ghosts(self) -> set[str] | None:
+        """The killed instances still in the group beside their new ones, when every member present at the
+        episode's start has restarted so (None: the episode is not that)."""
+        return None if self.ep is None else self.judge._restarted_beside_ghosts(self.ep, self.j)
+
+    @property
+    def restart_complete(self) -> bool:
+        """Every member present at the episode's start restarted once, one at a time, and the group is back to
+        its size."""
+        return self.ep is not None and self.judge._rolling_restart_complete(self.ep, self.j)
 
     # ---- episodes
 
@@ -924,10 +967,12 @@ class _Case:
 @dataclass(frozen=True, slots=True)
 class VerdictRule:
     """One row of the verdict table: the rule's name, the verdict it gives (None: none; the Rebalance events tell
-    the churn), when it is tried (``rebalance``: at a churn rebalance; ``time``: when a quiet period has passed;
-    ``settle``: when an episode settles), its predicate over a :class:`_Case`, and the reason template.
-    ``chain``: a row of single-member restarts, each added to the chain that makes a slow rolling restart (how
-    many the episode holds)."""
+    the churn), when it is tried (``arrival``: as a churn rebalance arrives, before it is counted, on the episode
+    it may end; ``rebalance``: once it is counted; ``time``: when a quiet period has passed; ``settle``: when an
+    episode settles), its predicate over a :class:`_Case`, and the reason template. ``chain``: a row of
+    single-member restarts, each added to the chain that makes a slow rolling restart (how many the episode holds).
+    ``ghosts``: a restart called while killed instances are still in the group, which ones (their departure
+    later completes it, and is no new churn)."""
 
     name: str
     verdict: str | None
@@ -936,13 +981,16 @@ class VerdictRule:
     reason: str = ""
     chain: Callable[[_Episode], int] | None = None
     due: Callable[[_Case], int] | None = None  # a time row: when its verdict is due (the time it carries)
+    ghosts: Callable[[_Case], set[str] | None] | None = None
 
 
 _ROLLING = ("{c.ep.departures} of {c.members_before} restarted one at a time in {c.span_s:.0f} s, size back to "
             "{c.ep.size_now}{c.quiet}")
+_FORMED = "group formed with {c.members_now} in {c.span_s:.0f} s{c.quiet}"
 
-# The verdicts, in the order they are tried (docs/verdicts.md lists them in this order: a test checks it). The
-# settle rows run as a decision table, first match wins; a row may rely on the rows above it not having matched.
+# The verdicts, in the order they are tried (docs/verdicts.md lists them in this order: a test checks it). The rows
+# of each phase (``taken``) run as a decision table, first match wins; a row may rely on the rows of its phase above
+# it not having matched.
 VERDICTS: tuple[VerdictRule, ...] = (
     # Several members can leave in one rebalance: the flaps are counted on their own, not as a share of the
     # rebalances.
@@ -961,6 +1009,12 @@ VERDICTS: tuple[VerdictRule, ...] = (
     VerdictRule("storm_ended", "storm_ended", "time", lambda c: c.at >= c.storm_quiet_end,
                 "no membership change for {c.storm_quiet_s} s after {c.j.storm_rebalances} rebalances in "
                 "{c.storm_length_s:.0f} s", due=lambda c: c.storm_quiet_end),
+    # Called at the rebalance that brings the last new instance in, not a session timeout later when the last
+    # ghost expires (see ``_restarted_beside_ghosts``); the ghosts' departure then ends it.
+    VerdictRule("restarted_beside_ghosts", "rolling_restart", "rebalance", lambda c: c.restart_ghosts is not None,
+                _ROLLING, ghosts=lambda c: c.restart_ghosts),
+    # Every member is back: no need to wait for the settle time.
+    VerdictRule("every_member_restarted", "rolling_restart", "rebalance", lambda c: c.restart_complete, _ROLLING),
     # Churn that did not reach a storm: no verdict.
     VerdictRule("churn", None, "settle", lambda c: bool(c.ep.flaps) and not c.judge._only_young_restarts(c.ep, c.j)),
     VerdictRule("rolling_restart", "rolling_restart", "settle",
@@ -975,8 +1029,18 @@ VERDICTS: tuple[VerdictRule, ...] = (
                 lambda c: not c.ep.started_empty and c.ep.joins == c.ep.restart_joins
                 and c.ep.departures == c.ep.replaced_departures and c.ep.replaced_departures > 0,
                 _ROLLING, chain=lambda ep: ep.replaced_departures),
-    VerdictRule("formation", "formation", "settle", lambda c: c.ep.started_empty and c.ep.departures == 0,
-                "group formed with {c.members_now} in {c.span_s:.0f} s{c.quiet}"),
+    # The group formed and now a member leaves: the formation is over even if it has not been quiet for the
+    # settle time, and what follows is judged against the members it formed with (a deploy that begins seconds
+    # after the group formed is still a rolling restart of those members).
+    VerdictRule("formation_left", "formation", "arrival", lambda c: c.forming and c.change.left > 0, _FORMED),
+    # The group has run unchanged since it formed and now grows by members of new names (not new instances of
+    # present ones: a restart beside its killed instance): it had formed, and they add capacity. Without this a
+    # group that consumes with one member and then grows one member every few seconds stays one formation for as
+    # long as it grows (a scale-out an on-call engineer wants named).
+    VerdictRule("formation_outgrown", "formation", "arrival",
+                lambda c: c.forming and c.change.joined > 0 and c.change.left == 0 and c.formed_unchanged
+                and c.change.new_names, _FORMED),
+    VerdictRule("formation", "formation", "settle", lambda c: c.ep.started_empty and c.ep.departures == 0, _FORMED),
     # Nobody left, not even after the wait (joins beside a present member of the same name were additions); or
     # members left and others joined and the group ended larger.
     VerdictRule("scale_out", "scale_out", "settle",

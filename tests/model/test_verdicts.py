@@ -584,3 +584,41 @@ def test_a_storm_ends_when_every_member_has_left():
     ended = g.events[-1]
     assert ended.timestamp - T0 == 100_000 and ended.reason.startswith("no members for 20 s after ")
     assert not g.judge.counters("g").storm_active
+
+
+def test_a_member_of_a_new_name_joining_a_group_unchanged_for_10_s_ends_its_formation():
+    """The corpus's ``scale_out`` shape: one member, then one more every 12 s. The first newcomer arrives 12 s after
+    the group formed (``formation_settle_ms``: 10 s), so the group formed with one member and the four after it
+    are one scale-out, settled 20 s after the last of them joined (48 s + 20 s)."""
+    g = Group(crew("a"), t=0)
+    for k in range(1, 5):
+        g.to(crew("a", *"bcde"[:k]), 12 * k)
+    g.wait(67)
+    assert g.verdicts() == [("formation", 12)], g.verdicts()
+    g.wait(68)
+    assert g.verdicts() == [("formation", 12), ("scale_out", 68)], g.verdicts()
+    formed, grown = g.events
+    assert (formed.members_after, grown.members_before, grown.members_after) == (1, 1, 5)
+
+
+def test_a_member_joining_a_forming_group_within_10_s_is_part_of_its_formation():
+    g = Group(crew("a"), t=0)
+    g.to(crew("a", "b"), 8)
+    g.wait(27)
+    assert g.verdicts() == []
+    g.wait(28)  # 20 s after the last join
+    assert g.verdicts() == [("formation", 28)]
+    assert g.events[0].members_after == 2
+
+
+def test_a_new_instance_of_a_present_name_does_not_end_a_formation_however_late():
+    """A second instance under the first member's name, 12 s in, is a restart beside its killed instance (or a
+    second member named alike), not capacity added to a formed group: the formation goes on and settles 20 s
+    later with both."""
+    g = Group(crew("a"), t=0)
+    g.to({**crew("a"), "a-1": "a@h"}, 12)
+    g.wait(31)
+    assert g.verdicts() == []
+    g.wait(32)
+    assert g.verdicts() == [("formation", 32)]
+    assert g.events[0].members_after == 2
