@@ -1,6 +1,6 @@
-"""Record batches (protocol/batch.py, _compression.py, _crc.py): spec vectors byte for byte, real Kafka 4.0 batches
-rebuilt to their exact CRC and size, round trips for every codec and format, and the scanner's contract that no
-input makes it raise."""
+"""Record batches (protocol/batch.py): spec vectors byte for byte, real Kafka 4.0 batches rebuilt to their exact CRC
+and size, round trips for every codec and format, and the scanner's contract that no input makes it raise. The
+checksums and codecs on their own are tested in test_crc.py and test_compression.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.conftest import captures_dir
 
 from protocol import batch as batch_module
 from protocol._compression import compress, decompress
-from protocol._crc import crc32, crc32c
+from protocol._crc import crc32c
 from protocol.batch import (
     BatchHeader,
     CompressionType,
@@ -105,17 +105,7 @@ def decoded(data: bytes, **kwargs) -> list[RecordBatch]:
     return items  # type: ignore[return-value]
 
 
-# --- checksums and varints (docs/kafka-formats.md#test-vectors, #varints) ------------------------------------------------------------
-
-
-def test_crc32c_matches_kafka_unit_test_values():
-    assert crc32c(b"123456789") == 0xE3069283
-    assert crc32c(b"Some String") == 608512271  # Crc32CTest.java
-    assert crc32c(memoryview(b"Some String")) == 608512271
-
-
-def test_crc32_is_zlib_ieee():
-    assert crc32(b"123456789") == 0xCBF43926
+# --- varints (docs/kafka-formats.md#varints; the checksums are in test_crc.py) ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -715,35 +705,6 @@ def test_zstd_frame_without_content_size():
     assert frame[4] & 0xC0 == 0 and not frame[4] & 0x20  # FHD: no Frame_Content_Size field
     batch = reframe_v2(plain, attributes=int(CompressionType.ZSTD), payload=frame)
     assert decoded(batch)[0].records == decoded(plain)[0].records
-
-
-def test_gzip_multi_member_stream():
-    assert (
-        decompress(CompressionType.GZIP, compress(CompressionType.GZIP, b"ab") + compress(CompressionType.GZIP, b"cd"))
-        == b"abcd"
-    )
-
-
-GARBAGE = (b"", b"\x00", b"not a compressed stream at all", b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\x7f")
-
-
-@pytest.mark.parametrize("codec", ALL_CODECS[1:], ids=lambda c: c.name)
-@pytest.mark.parametrize("junk", GARBAGE, ids=("empty", "zero", "text", "xerial-truncated"))
-def test_garbage_streams_raise_codec_error(codec, junk):
-    if codec == CompressionType.SNAPPY and junk == b"\x00":
-        # Not garbage for snappy: a raw block whose leading varint (the uncompressed length) is 0 is the empty
-        # string, by the snappy format.
-        assert decompress(codec, junk) == b""
-        return
-    with pytest.raises(CodecError):
-        decompress(codec, junk)
-
-
-def test_unknown_or_absent_codec_raises_codec_error():
-    with pytest.raises(CodecError):
-        decompress(CompressionType.NONE, b"x")
-    with pytest.raises(CodecError):
-        compress(7, b"x")
 
 
 # --- corruption, truncation, the never-raise contract --------------------------------------------------------------
