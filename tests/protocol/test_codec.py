@@ -1,5 +1,5 @@
-"""Property tests: encode→decode round-trips for every record type, layout and version; arbitrary and truncated
-bytes only ever produce a record, an UnknownRecord or a CodecError (the codec's whole contract)."""
+"""The codec's contract (protocol/codec.py), by property: encode→decode round-trips for every record type,
+layout and version; arbitrary and truncated bytes only ever produce a record, an UnknownRecord or a CodecError."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol import CodecError, CoordinatorRecord, UnknownRecord, decode_record, encode_record
-from protocol._offsets import decode_offset_commit_value
-from protocol._schema import decoder
 from protocol.codec import RECORD_SPECS, encode_key, encode_value
-from protocol.records import OffsetCommitValue
 
 from .strategies import message_values
 
@@ -66,17 +63,6 @@ def test_early_access_bytes_that_also_parse_as_the_current_layout_keep_their_lay
     decoded = decode_record(key_bytes, value_bytes)
     assert decoded.value == value
     assert encode_record(decoded) == (key_bytes, value_bytes)
-
-
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
-@SETTINGS
-@given(data=st.data())
-def test_offset_fast_path_equals_generic_engine(version, data):
-    value = data.draw(message_values(OffsetCommitValue, version))
-    raw = encode_value(1, value, version)
-    generic, end = decoder(OffsetCommitValue, version, False)(raw, 2)
-    assert end == len(raw)
-    assert decode_offset_commit_value(raw, version) == generic == value
 
 
 @pytest.mark.parametrize("record_type, layout, version", CASES, ids=lambda v: getattr(v, "__name__", str(v)))
