@@ -81,7 +81,7 @@ SLOW_MODULES = frozenset({
     "tests/dashboards/test_compose.py",
     "tests/dashboards/test_dashboards_live.py",
     "tests/dashboards/test_several_clusters_live.py",
-    "tests/model/test_state_format.py",
+    "tests/model/test_state_v1.py",
     "tests/simulator/test_calibration.py",
     "tests/simulator/test_simulate_command.py",
     "tests/sinks/test_delta_maintenance.py",
