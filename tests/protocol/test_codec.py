@@ -143,3 +143,56 @@ def test_errors_name_field_and_position(key, value, field):
         decode_record(key, value)
     assert info.value.field is not None and info.value.field.startswith(field)
     assert str(info.value)
+
+
+# --- examples of the contract, one rule each ------------------------------------------------------------------------
+
+
+def test_spec_for_covers_exactly_the_24_types():
+    from protocol.codec import spec_for
+    from protocol.records import RecordType
+
+    assert spec_for(-1) is None and spec_for(24) is None
+    assert spec_for(1).type is RecordType.OFFSET_COMMIT
+    assert RECORD_SPECS[RecordType.OFFSET_COMMIT].value_versions == (0, 4)
+    assert RECORD_SPECS[RecordType.OFFSET_COMMIT].is_flexible(4) and not RECORD_SPECS[1].is_flexible(3)
+
+
+@pytest.mark.parametrize(
+    "key, value, field, position",
+    [(None, None, "key", None), (b"\x00", None, "key", 0), (b"\x00\x02\x00\x01g", b"\x00", "value", 0),
+     (b"\x00\x02\x00\x01g\x00", None, "GroupMetadataKey", 5)],
+)
+def test_framing_errors(key, value, field, position):
+    with pytest.raises(CodecError) as info:
+        decode_record(key, value)
+    assert (info.value.field, info.value.position) == (field, position)
+
+
+def test_encoders_refuse_what_does_not_belong_to_the_type():
+    from protocol.records import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue
+
+    with pytest.raises(ValueError, match="not the key of record type 1"):
+        encode_key(1, GroupMetadataKey(group="g"))
+    with pytest.raises(ValueError, match="not a value of record type 2"):
+        encode_value(2, OffsetCommitValue(offset=1, metadata="", commit_timestamp=0), 3)
+    with pytest.raises(ValueError, match="no value version 5"):
+        encode_value(1, OffsetCommitValue(offset=1, metadata="", commit_timestamp=0), 5)
+    with pytest.raises(ValueError):
+        encode_key(99, OffsetCommitKey(group="g", topic="t", partition=0))
+
+
+def test_consumer_blobs_are_decoded_only_for_consumer_groups_and_never_fail_the_record():
+    from protocol import builders as b
+
+    good = b.new_consumer_subscription(["t"])
+    members = [b.new_classic_member("a", client_id="c", subscription=good, assignment=b"\x00\x00\xff"),
+               b.new_classic_member("b", client_id="c", subscription=b"\x00", assignment=b"")]
+    for protocol_type, decoded in (("consumer", True), ("connect", False)):
+        rec = b.new_group_metadata("g", generation=1, protocol_type=protocol_type, protocol="p", leader="a",
+                                   members=members, current_state_timestamp=0)
+        a, bb = decode_record(*encode_record(rec)).value.members
+        assert (a.decoded_subscription is not None) == decoded
+        assert a.decoded_assignment is None  # a truncated blob: left undecoded, the record still decodes
+        assert bb.decoded_subscription is None and bb.decoded_assignment is None
+        assert a.subscription == good  # the raw bytes always stay
