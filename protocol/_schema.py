@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
+import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterator
@@ -380,7 +381,7 @@ def encoder(cls: type, version: int, flexible: bool):
         for name, writer in regular:
             try:
                 writer(getattr(value, name), out)
-            except (ValueError, TypeError, AttributeError) as exc:
+            except (ValueError, TypeError, AttributeError, struct.error) as exc:  # struct.error: out of range
                 raise ValueError(f"cannot encode {qual}.{name}: {exc}") from None
         if flexible:
             fields = []
@@ -390,7 +391,10 @@ def encoder(cls: type, version: int, flexible: bool):
                 if v == default:
                     continue
                 payload = bytearray()
-                writer(v, payload)
+                try:
+                    writer(v, payload)
+                except (ValueError, TypeError, AttributeError, struct.error) as exc:
+                    raise ValueError(f"cannot encode {qual}.{name} (tag {tag}): {exc}") from None
                 fields.append((tag, bytes(payload)))
             fields.extend(value.unknown_tags)
             fields.sort(key=lambda item: item[0])

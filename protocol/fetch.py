@@ -231,3 +231,5 @@ def decode_fetch_response(version: int, buf: bytes | memoryview) -> FetchRespons
         return response
     except struct.error:
         raise CodecError("Fetch response is truncated") from None
+    except UnicodeDecodeError:
+        raise CodecError("Fetch response: a topic name is not UTF-8 (not a response of this version?)") from None

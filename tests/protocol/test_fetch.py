@@ -283,8 +283,6 @@ def test_fetch_response_refuses_versions_outside_v4_to_v11(version):
         decode_fetch_response(version, RESPONSE_V4)
 
 
-@pytest.mark.xfail(strict=True, reason="a topic name that is not UTF-8 raises UnicodeDecodeError, not CodecError, "
-                                       "though errors.py promises CodecError for every malformed input")
 def test_fetch_response_topic_name_that_is_not_utf8_raises_codec_error():
     raw = response(4, [partition(4, 0)], topic=b"\xff\xfe")
     with pytest.raises(CodecError):
