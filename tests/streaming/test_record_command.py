@@ -1,5 +1,6 @@
-"""``groupscope record``: the lines it writes are what the recording loader reads, records are kept by the group
-their key names, the size budget holds, and bad input is one line without a traceback.
+"""What ``groupscope record`` captures (``kafka/capture.py``): the lines it writes are what the recording loader
+reads, records are kept by the group their key names, and the size budget holds. The command's refusals of bad
+input are ``tests/commands/test_record.py``.
 
 The capture against a real broker, replayed afterwards, is ``tests/realkafka/test_record.py``.
 """
@@ -9,12 +10,9 @@ from __future__ import annotations
 import json
 import re
 
-from click.testing import CliRunner
-
 from protocol.builders import (new_classic_member, new_consumer_group_member, new_consumer_subscription,
                                new_group_metadata, new_offset_commit, new_offset_commit_tombstone)
 from protocol.codec import encode_record
-from streaming.commands.cli import cli
 from streaming.kafka.capture import (CaptureOptions, _Budget, group_of_key, record_line, sample_line,
                                      topics_named)
 from streaming.offline.recording import load_recording
@@ -77,36 +75,3 @@ def test_the_size_budget_refuses_the_line_that_would_exceed_it():
     assert budget.take(60) and budget.take(40)
     assert not budget.take(1)
     assert budget.used == 100
-
-
-def _one_line_error(result, text: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("groupscope record: ") and text in lines[0], result.output
-
-
-def test_a_non_empty_folder_is_refused(tmp_path):
-    (tmp_path / "records.jsonl").write_text("{}\n")
-    _one_line_error(CliRunner().invoke(cli, ["record", "--bootstrap", "127.0.0.1:9", str(tmp_path)]), "not empty")
-    assert (tmp_path / "records.jsonl").read_text() == "{}\n", "an existing recording is never touched"
-
-
-def test_a_bad_regular_expression_is_one_line(tmp_path):
-    _one_line_error(CliRunner().invoke(cli, ["record", "--bootstrap", "127.0.0.1:9", "--group", "orders-(",
-                                             str(tmp_path / "r")]), "not a regular expression")
-
-
-def test_no_broker_named_is_one_line(tmp_path):
-    _one_line_error(CliRunner().invoke(cli, ["record", str(tmp_path / "r")]), "--bootstrap")
-
-
-def test_an_unreachable_broker_is_one_line(tmp_path):
-    import socket
-
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    result = CliRunner().invoke(cli, ["record", "--bootstrap", f"127.0.0.1:{port}", str(tmp_path / "r")])
-    _one_line_error(result, f"cannot reach Kafka at 127.0.0.1:{port}")
-    assert not (tmp_path / "r").exists(), "nothing is written when the broker cannot be reached"

@@ -12,7 +12,6 @@ from rich.console import Console
 
 from protocol import builders as b
 from protocol.codec import decode_record, encode_record
-from streaming.commands.demo_stack import _group_rows
 from streaming.commands.status_view import (
     COMPACT_COLUMNS, WHY_INDENT, catch_up_note, compact_lines, format_catch_up, format_lag_seconds, load_status,
     render_status, sort_by_severity, status_table, verdict_columns,
@@ -21,7 +20,6 @@ from streaming.model.rules import UNJUDGED_REASON
 from streaming.model import events as ev
 from streaming.model.shard import GroupCoordinatorShard
 from streaming.model.states import GroupType
-from streaming.schema.read_model import GroupView
 from streaming.schema.tables import GROUPS, event_row, group_row
 from streaming.sinks.delta import DeltaSink
 from tests.cli_helpers import REPO
@@ -245,33 +243,6 @@ def test_a_verdict_is_shown_while_it_is_news_and_not_forever(tmp_path):
     assert (rows["deployed"]["verdict"], rows["deployed"]["why"]) == ("rolling_restart", events[0].reason)
     assert (rows["settled"]["verdict"], rows["settled"]["why"]) == ("", "")
     assert (rows["long-ago"]["verdict"], rows["long-ago"]["why"]) == ("", "")
-
-
-class _View:
-    """What the live view reads of the state: typed groups and their recent activity (none here)."""
-
-    def __init__(self, groups):
-        self.groups = {gid: GroupView.of_row(g) for gid, g in groups.items()}
-        self.activity = {}
-
-
-def _live_group(gid: str, status: str = "OK", **over) -> dict:
-    g = dict.fromkeys(GROUPS.names)
-    g.update(group_id=gid, group_type="CLASSIC", state="STABLE", member_count=2, sum_lag=0, max_lag=0,
-             max_lag_seconds=0.0, status=status, rebalances=1, **over)
-    return g
-
-
-def test_the_live_view_keeps_a_group_that_disappeared_and_says_why():
-    gone: dict = {}
-    first = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b", "WARN")}), gone)
-    assert [r["group"] for r in first] == ["b", "a"]
-    later = _group_rows(_View({"a": _live_group("a")}), gone)
-    assert [r["group"] for r in later] == ["a", "b"]
-    assert (later[1]["state"], later[1]["verdict"]) == ("DELETED", "deleted")
-    assert "deleted" in later[1]["why"]
-    back = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b")}), gone)
-    assert all(r["state"] == "STABLE" for r in back)
 
 
 def _compact_rows() -> list[dict]:

@@ -1,5 +1,6 @@
-"""The demo's live view and ``groupscope status`` show one group the same way: both build their rows from the
-driver's typed read model with one function, so their REB / REBALANCES 1H columns count the same rebalances."""
+"""The demo's live view (``commands/demo_stack.py``): it shows a group as ``groupscope status`` does (both build
+their rows from the driver's typed read model with one function, so their REB / REBALANCES 1H columns count the same
+rebalances), and it keeps a group that disappeared with the reason rather than dropping it silently."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from streaming.commands.demo_stack import _group_rows
 from streaming.commands.status_view import load_status
 from streaming.model import events as ev
 from streaming.model.states import GroupType
+from streaming.schema.read_model import GroupView
 from streaming.schema.tables import GROUPS, event_row
 from streaming.sinks.delta import DeltaSink
 from streaming.sinks.prometheus import MetricsState
@@ -57,3 +59,30 @@ def test_a_rerun_batch_does_not_count_its_rebalances_twice():
     state.apply_batch([group], event_rows=events, batch_id=7)
     (live,) = _group_rows(state.view(), {})
     assert live["rebalances_1h"] == 1
+
+
+class _View:
+    """What the live view reads of the state: typed groups and their recent activity (none here)."""
+
+    def __init__(self, groups):
+        self.groups = {gid: GroupView.of_row(g) for gid, g in groups.items()}
+        self.activity = {}
+
+
+def _live_group(gid: str, status: str = "OK", **over) -> dict:
+    g = dict.fromkeys(GROUPS.names)
+    g.update(group_id=gid, group_type="CLASSIC", state="STABLE", member_count=2, sum_lag=0, max_lag=0,
+             max_lag_seconds=0.0, status=status, rebalances=1, **over)
+    return g
+
+
+def test_the_live_view_keeps_a_group_that_disappeared_and_says_why():
+    gone: dict = {}
+    first = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b", "WARN")}), gone)
+    assert [r["group"] for r in first] == ["b", "a"]
+    later = _group_rows(_View({"a": _live_group("a")}), gone)
+    assert [r["group"] for r in later] == ["a", "b"]
+    assert (later[1]["state"], later[1]["verdict"]) == ("DELETED", "deleted")
+    assert "deleted" in later[1]["why"]
+    back = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b")}), gone)
+    assert all(r["state"] == "STABLE" for r in back)
