@@ -1,5 +1,6 @@
 """``groupscope record`` refuses bad input before it writes anything: one line on stderr, exit status 2, no
-traceback, and an existing recording left untouched. What the capture writes is ``tests/streaming/test_record_command.py``.
+traceback, and an existing recording left untouched. What the capture writes is tested in
+``tests/streaming/test_record_command.py``.
 """
 
 from __future__ import annotations
