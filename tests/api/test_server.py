@@ -1,6 +1,6 @@
 """The API over real HTTP on loopback: Burrow's envelopes and 404s for unknown clusters, groups and topics, the
-read-only rule, odd group names, the port-in-use line; plus the status rollup for statuses the simulated workload
-does not produce (STALL, REWIND), the ``api`` settings, and what the package may import."""
+read-only rule, odd group names, the port-in-use line; plus the ``api`` settings and what the package may import.
+Burrow's status rollup is ``test_burrow.py``; the view taken once per request is ``test_routes.py``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.api import ApiPortInUse, ApiServer, ClusterSource, route
+from streaming.api import ApiPortInUse, ApiServer, ClusterSource
 from streaming.config import ConfigError, load_settings
-from streaming.sinks.prometheus import MetricsState, MonitorHealth, OffsetsPartitionHealth
+from streaming.sinks.prometheus import MetricsState
 from tests.api.feed import feed_state
 
 CLUSTER = "sim"
@@ -126,39 +126,6 @@ def test_group_ids_with_slashes_and_non_ascii_are_reachable():
         assert status == 200 and body["group"] == "team/app-é"
 
 
-def _status_of(statuses: list[str]) -> tuple[str, list[str]]:
-    """Burrow's group status and partition statuses for one group whose partitions have ``statuses``."""
-    state = MetricsState()
-    worst = max(statuses, key=["OK", "WARN", "STALL", "STOP", "REWIND", "ERR"].index)
-    state.apply_batch([{"group_id": "g", "status": worst, "partition_count": len(statuses)}],
-                      [{"group_id": "g", "topic": "t", "partition": i, "committed_offset": 1, "lag": 1, "status": s}
-                       for i, s in enumerate(statuses)])
-    body = route("GET", "/v3/kafka/c/consumer/g/lag", {"c": ClusterSource.of_state("c", state)}).body
-    return body["status"]["status"], [p["status"] for p in body["status"]["partitions"]]
-
-
-@pytest.mark.parametrize("statuses, group", [
-    (["OK", "OK"], "OK"),
-    (["OK", "WARN"], "WARN"),
-    (["WARN", "STALL"], "ERR"),
-    (["OK", "STOP"], "ERR"),
-    (["REWIND", "WARN"], "ERR"),
-    (["ERR", "OK"], "ERR"),
-])
-def test_status_rollup_follows_burrow(statuses, group):
-    assert _status_of(statuses) == (group, statuses)
-
-
-def test_status_lists_only_partitions_that_are_not_ok():
-    state = MetricsState()
-    state.apply_batch([{"group_id": "g", "status": "STALL", "partition_count": 3}],
-                      [{"group_id": "g", "topic": "t", "partition": i, "committed_offset": 1, "lag": i, "status": s}
-                       for i, s in enumerate(["OK", "STALL", "REWIND"])])
-    body = route("GET", "/v3/kafka/c/consumer/g/status", {"c": ClusterSource.of_state("c", state)}).body["status"]
-    assert [p["status"] for p in body["partitions"]] == ["STALL", "REWIND"]
-    assert body["partition_count"] == 3 and body["maxlag"]["partition"] == 2 and body["totallag"] == 3
-
-
 def test_port_in_use_is_one_line_naming_it():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -189,23 +156,6 @@ def test_api_settings_default_off_and_need_metrics():
     assert len(info.value.lines) == 1 and "api.enabled needs metrics.enabled" in info.value.lines[0]
     with pytest.raises(ConfigError):
         load_settings(None, {"api": {"port": 70000}})
-
-
-def test_the_cluster_view_is_taken_once_per_request():
-    calls = []
-    state = MetricsState()
-    state.apply_batch([{"group_id": "g", "status": "OK"}], [],
-                      health=MonitorHealth(offsets_partitions=(OffsetsPartitionHealth(0, caught_up=True),)))
-
-    def view():
-        calls.append(1)
-        return state.view()
-
-    sources = {"c": ClusterSource("c", view)}
-    for path in ("/v3/kafka/c/consumer/g/lag", "/v3/kafka/c/topic", "/v1/clusters/c/groups/g"):
-        calls.clear()
-        assert route("GET", path, sources).status == 200
-        assert len(calls) == 1, path
 
 
 ALLOWED = ("streaming.api", "streaming.sinks.state_store", "streaming.sinks.http_server", "streaming.schema",

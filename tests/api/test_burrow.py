@@ -1,4 +1,5 @@
-"""Every Burrow endpoint, field by field, against the group model's own snapshot of the same simulated workload.
+"""Every Burrow endpoint, field by field, against the group model's own snapshot of the same simulated workload,
+and Burrow's status rollup for statuses the simulated workload does not produce (STALL, REWIND).
 
 The state is fed with the rows the job's step builds (``tables.group_row``/``partition_rows``), both as built
 (times in epoch ms) and read back from Arrow (times as ``datetime``), the two forms the driver sees. The oracle is
@@ -169,3 +170,36 @@ def test_complete_is_zero_while_catching_up():
     _, body = get(sources, f"/v3/kafka/{CLUSTER}/consumer/steady-range/lag")
     assert body["status"]["complete"] == 0.0
     assert {p["complete"] for p in body["status"]["partitions"]} == {0.0}
+
+
+def _status_of(statuses: list[str]) -> tuple[str, list[str]]:
+    """Burrow's group status and partition statuses for one group whose partitions have ``statuses``."""
+    state = MetricsState()
+    worst = max(statuses, key=["OK", "WARN", "STALL", "STOP", "REWIND", "ERR"].index)
+    state.apply_batch([{"group_id": "g", "status": worst, "partition_count": len(statuses)}],
+                      [{"group_id": "g", "topic": "t", "partition": i, "committed_offset": 1, "lag": 1, "status": s}
+                       for i, s in enumerate(statuses)])
+    body = route("GET", "/v3/kafka/c/consumer/g/lag", {"c": ClusterSource.of_state("c", state)}).body
+    return body["status"]["status"], [p["status"] for p in body["status"]["partitions"]]
+
+
+@pytest.mark.parametrize("statuses, group", [
+    (["OK", "OK"], "OK"),
+    (["OK", "WARN"], "WARN"),
+    (["WARN", "STALL"], "ERR"),
+    (["OK", "STOP"], "ERR"),
+    (["REWIND", "WARN"], "ERR"),
+    (["ERR", "OK"], "ERR"),
+])
+def test_status_rollup_follows_burrow(statuses, group):
+    assert _status_of(statuses) == (group, statuses)
+
+
+def test_status_lists_only_partitions_that_are_not_ok():
+    state = MetricsState()
+    state.apply_batch([{"group_id": "g", "status": "STALL", "partition_count": 3}],
+                      [{"group_id": "g", "topic": "t", "partition": i, "committed_offset": 1, "lag": i, "status": s}
+                       for i, s in enumerate(["OK", "STALL", "REWIND"])])
+    body = route("GET", "/v3/kafka/c/consumer/g/status", {"c": ClusterSource.of_state("c", state)}).body["status"]
+    assert [p["status"] for p in body["partitions"]] == ["STALL", "REWIND"]
+    assert body["partition_count"] == 3 and body["maxlag"]["partition"] == 2 and body["totallag"] == 3
