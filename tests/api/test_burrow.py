@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.api import ClusterInfo, ClusterSource, route
+from streaming.api import ClusterInfo, ClusterSource, burrow, route
 from streaming.model.rules import Status
 from streaming.schema import tables
 from streaming.sinks.prometheus import MetricsState
@@ -203,3 +203,35 @@ def test_status_lists_only_partitions_that_are_not_ok():
     body = route("GET", "/v3/kafka/c/consumer/g/status", {"c": ClusterSource.of_state("c", state)}).body["status"]
     assert [p["status"] for p in body["partitions"]] == ["STALL", "REWIND"]
     assert body["partition_count"] == 3 and body["maxlag"]["partition"] == 2 and body["totallag"] == 3
+
+
+@pytest.mark.parametrize("protocol,sasl,tls", [
+    ("PLAINTEXT", False, False), ("SSL", False, True), ("SASL_PLAINTEXT", True, False), ("SASL_SSL", True, True),
+    ("sasl_ssl", True, True),  # librdkafka reads security.protocol case-insensitively
+])
+def test_cluster_detail_describes_the_connection_as_burrows_client_profile(protocol, sasl, tls):
+    info = ClusterInfo(servers=("b1:9093",), client_id="gs-east", refresh_seconds=2.6, security_protocol=protocol,
+                       sasl_mechanism="SCRAM-SHA-512", sasl_username="monitor")
+    status, body = burrow.cluster_detail(ClusterSource("east", MetricsState().view, info))
+    module = body["module"]
+    assert status == 200 and module["servers"] == ["b1:9093"] and module["class-name"] == "kafka"
+    assert (module["topic-refresh"], module["offset-refresh"]) == (3, 3), "whole seconds, as Burrow's config has"
+    profile = module["client-profile"]
+    assert profile["client-id"] == "gs-east"
+    assert (profile["sasl"] is not None, profile["tls"] is not None) == (sasl, tls)
+    if sasl:
+        assert profile["sasl"] == {"name": "SCRAM-SHA-512", "handshake-first": True, "username": "monitor"}
+    assert "password" not in repr(body)
+    assert burrow.cluster_detail(None) == (404, {"error": True, "message": "cluster module not found"})
+
+
+def test_topic_detail_fills_partitions_without_a_measured_end_with_minus_one():
+    state = MetricsState()
+    state.apply_batch([{"group_id": "g", "status": "OK"}],
+                      [{"group_id": "g", "topic": "orders", "partition": p, "committed_offset": 1,
+                        "log_end_offset": end, "lag": end - 1, "status": "OK"} for p, end in ((0, 10), (2, 30))])
+    assert burrow.topic_detail(state.view(), "orders") == (
+        200, {"error": False, "message": "topic offsets returned", "offsets": [10, -1, 30]})
+    assert burrow.topic_detail(state.view(), "payments")[0] == 404
+    assert burrow.cluster_list(["west", "east"]) == (
+        200, {"error": False, "message": "cluster list returned", "clusters": ["east", "west"]})

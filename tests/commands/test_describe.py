@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from streaming.commands.describe import InputError, parse_end_offsets, parse_until, run_describe
 from streaming.model.describe import describe
 from tests.model.replay import replay, truth
 from tests.cli_helpers import run_cli
@@ -153,3 +154,43 @@ def test_what_if_for_a_group_the_segments_lack_is_one_line(segment_dirs):
     result = run_cli("describe", "--segments", str(segment_dirs["a_classic"]), "--what-if", "nope")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip().splitlines() == [f"groupscope describe: no group 'nope' in {segment_dirs['a_classic']}"]
+
+
+def test_until_maps_offsets_partitions_to_exclusive_ends(tmp_path):
+    path = tmp_path / "until.json"
+    path.write_text('{"0": 120, "49": "7"}')
+    assert parse_until(str(path)) == {0: 120, 49: 7}
+    path.write_text('{"zero": 1}')
+    with pytest.raises(InputError, match=r"'zero': 1 is not partition: offset"):
+        parse_until(str(path))
+    with pytest.raises(InputError, match=r"--until .*missing\.json: No such file"):
+        parse_until(str(tmp_path / "missing.json"))
+
+
+def test_end_offsets_are_topic_partition_keys(tmp_path):
+    path = tmp_path / "ends.json"
+    # Kafka's topic names hold letters, digits, '.', '_' and '-' only: the last ':' always separates the partition.
+    path.write_text('{"orders:0": 10, "my.topic_v2-eu:12": 99}')
+    assert parse_end_offsets(str(path)) == {("orders", 0): 10, ("my.topic_v2-eu", 12): 99}
+    for bad in ('{"orders": 1}', '{":3": 1}', '{"orders:x": 1}', '{"orders:0": "many"}'):
+        path.write_text(bad)
+        with pytest.raises(InputError, match='expected "topic:partition": offset'):
+            parse_end_offsets(str(path))
+
+
+def test_a_recordings_end_offsets_give_the_high_watermarks_of_the_last_sample(tmp_path):
+    path = tmp_path / "end_offsets.jsonl"
+    path.write_text('{"t_ms": 1, "offsets": {"orders:0": {"high": 5, "low": 0}}}\n'
+                    '{"t_ms": 2, "offsets": {"orders:0": {"high": 9, "low": 0}, "orders:1": 4}}\n\n')
+    assert parse_end_offsets(str(path)) == {("orders", 0): 9, ("orders", 1): 4}
+    path.write_text('{"t_ms": 1}\n{"t_ms": 2}\n')  # samples without offsets: neither form, so the JSON error is given
+    with pytest.raises(InputError, match="--end-offsets .*: not JSON"):
+        parse_end_offsets(str(path))
+
+
+def test_bad_input_is_exit_status_2_before_any_segment_is_read(tmp_path, capsys):
+    until = tmp_path / "until.json"
+    until.write_text("[]")
+    assert run_describe(str(tmp_path / "no-such-dir"), str(until), None, as_json=True) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"groupscope describe: --until {until}: expected a JSON object"]

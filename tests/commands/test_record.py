@@ -8,6 +8,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from streaming.commands.cli import cli
+from streaming.commands.record import record
 
 
 def _one_line_error(result, text: str) -> None:
@@ -41,3 +42,10 @@ def test_an_unreachable_broker_is_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["record", "--bootstrap", f"127.0.0.1:{port}", str(tmp_path / "r")])
     _one_line_error(result, f"cannot reach Kafka at 127.0.0.1:{port}")
     assert not (tmp_path / "r").exists(), "nothing is written when the broker cannot be reached"
+
+
+def test_the_command_refuses_the_same_way_when_invoked_on_its_own(tmp_path):
+    """``record`` is one command object, whether reached through ``groupscope`` or called directly (as the
+    ``demo`` and the tests do): the refusal does not depend on the group around it."""
+    assert cli.commands["record"] is record
+    _one_line_error(CliRunner().invoke(record, [str(tmp_path / "r")]), "--bootstrap")

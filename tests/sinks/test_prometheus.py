@@ -1,5 +1,6 @@
-"""The driver's metrics feed hands the Prometheus sink what it acts on: only the events the metrics read, and the
-input rate in decoded ``__consumer_offsets`` records per second.
+"""``prometheus.py`` names the sink's parts by their own objects; and the driver's metrics feed hands the sink what
+it acts on: only the events the metrics read, and the input rate in decoded ``__consumer_offsets`` records per
+second.
 
 The sink's own parts have their tests beside them: ``test_collector.py``, ``test_state_store.py``,
 ``test_monitor_health.py``, ``test_metric_catalogue.py`` and ``test_metrics_server.py``.
@@ -54,3 +55,19 @@ def test_feed_reports_records_of_the_offsets_topic_per_second(monkeypatch):
     assert feed.health.input_records_per_second == 0.0
 
 
+
+
+def test_the_sink_names_each_part_by_the_object_its_module_defines():
+    """``prometheus.py`` gathers the parts for the job and the catalogue checks: each name it exports must be the
+    part's own object (a copy or a stale alias would give the job one class and the tests another)."""
+    import streaming.sinks.prometheus as prometheus
+    from streaming.sinks import collector, metric_catalogue, metrics_server, monitor_health, state_store
+
+    homes = {"GroupscopeCollector": collector, "METRICS": metric_catalogue, "MetricSpec": metric_catalogue,
+             "MetricsServer": metrics_server, "MonitorHealth": monitor_health,
+             "OffsetsPartitionHealth": monitor_health, "ReadinessPolicy": monitor_health,
+             "StepHealthLike": monitor_health, "MetricsState": state_store, "StateView": state_store,
+             "METRIC_EVENT_KINDS": state_store}
+    assert sorted(prometheus.__all__) == sorted(homes)
+    for name, home in homes.items():
+        assert getattr(prometheus, name) is getattr(home, name), name
