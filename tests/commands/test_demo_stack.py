@@ -86,3 +86,41 @@ def test_the_live_view_keeps_a_group_that_disappeared_and_says_why():
     assert "deleted" in later[1]["why"]
     back = _group_rows(_View({"a": _live_group("a"), "b": _live_group("b")}), gone)
     assert all(r["state"] == "STABLE" for r in back)
+
+
+def test_the_demos_job_settings_are_settings_the_job_accepts(tmp_path):
+    """The demo writes its job's settings as a dict; they must pass the same validation a user's file does, with
+    each embedded cluster's tables and checkpoint in a folder of its own."""
+    from streaming.commands.demo_stack import DemoOptions, _job_settings
+    from streaming.config import load_settings
+
+    one = load_settings(None, _job_settings(tmp_path, DemoOptions(), ["127.0.0.1:40001"]))
+    assert (one.cluster, one.kafka["bootstrap.servers"]) == ("demo", "127.0.0.1:40001")
+    assert (one.delta.path, one.spark.checkpoint) == (str(tmp_path / "delta"), str(tmp_path / "checkpoint"))
+    assert not one.api.enabled
+
+    options = DemoOptions(clusters=2, api_port=8123)
+    several = load_settings(None, _job_settings(tmp_path, options, ["127.0.0.1:40001", "127.0.0.1:40002"]))
+    assert (several.api.enabled, several.api.port) == (True, 8123)
+    per_cluster = [(s.cluster, s.kafka["bootstrap.servers"], s.delta.path, s.spark.checkpoint)
+                   for s in several.cluster_settings()]
+    assert per_cluster == [
+        ("demo-1", "127.0.0.1:40001", str(tmp_path / "delta" / "demo-1"), str(tmp_path / "checkpoint" / "demo-1")),
+        ("demo-2", "127.0.0.1:40002", str(tmp_path / "delta" / "demo-2"), str(tmp_path / "checkpoint" / "demo-2"))]
+
+
+def test_the_plain_view_has_fixed_columns_and_a_dash_for_what_is_unknown():
+    from streaming.commands.demo_stack import plain_summary
+
+    rows = [{"group": "a-consumer-group-with-a-very-long-name", "state": "PREPARING_REBALANCE", "members": 3,
+             "lag": 1_234_567, "lag_seconds": 126.4, "lag_seconds_lower_bound": True, "status": "STOP",
+             "storm_active": True, "verdict": "storm", "why": "4 rebalances in 30 s"},
+            {"group": "quiet", "state": None, "members": None, "lag": None, "lag_seconds": None, "status": None,
+             "verdict": None, "why": None}]
+    progress, header, long, quiet = plain_summary(rows, "batch 12").splitlines()
+    assert progress == "batch 12"
+    assert long[:24] == "a-consumer-group-with-a-"  # cut at 24 so the columns stay put
+    assert long[header.index("STATE"):].split()[:6] == ["PREPARING_R", "3", "1,234,567", ">126", "STOP", "STORM"]
+    assert long.index("4 rebalances") == header.index("WHY"), "every WHY starts under its title"
+    assert long.endswith("4 rebalances in 30 s")
+    assert quiet.split() == ["quiet", "-", "-", "-", "-", "-"], "unknown is '-', not 0 or None"
