@@ -189,3 +189,12 @@ def test_a_group_nobody_judged_has_a_null_status_not_ok():
     detail = get(sources, f"/v1/clusters/{CLUSTER}/groups/unjudged")[1]
     assert detail["status"] is None and [p["status"] for p in detail["partitions"]] == [None]
     assert [p["status"] for p in get(sources, f"/v1/clusters/{CLUSTER}/groups/judged")[1]["partitions"]] == ["OK"]
+
+
+def test_an_unknown_cluster_or_group_is_a_404_naming_it():
+    from streaming.api import native
+
+    assert native.error(503, "not yet") == (503, {"error": {"status": 503, "message": "not yet"}})
+    for answer in (native.cluster("prod", None), native.groups("prod", None), native.group("prod", None, "g")):
+        status, body = answer
+        assert status == 404 and body["error"]["message"] == "cluster 'prod' not found"

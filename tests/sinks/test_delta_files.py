@@ -79,3 +79,30 @@ def test_rows_the_driver_needs_are_passed_on_as_well(tmp_path):
     assert out[1][2] == encode_table(commits) and out[2][2] == encode_table(groups)
     # Without a bulk write every table travels as a payload.
     assert step_rows(1, {"commits": commits}) == [(1, "commits", encode_table(commits))]
+
+
+def test_data_files_are_split_by_partition_value_without_the_partition_columns(tmp_path):
+    """One Parquet file per partition value, under Hive-style folders (a null value in Delta's default folder);
+    the partition column lives in the add action, not in the file; the stats count each file's rows."""
+    import pyarrow.parquet as pq
+
+    from streaming.sinks.delta_files import add_action_fields, row_count, write_data_files
+
+    table = pa.table({"day": ["2026-11-28", "2026-11-28", None, "a b"], "n": [1, 2, 3, 4]})
+    actions = write_data_files(str(tmp_path), table, ["day"])
+    by_value = {a["partition_values"]["day"]: a for a in actions}
+    assert set(by_value) == {"2026-11-28", None, "a b"}
+    assert by_value[None]["path"].startswith("day=__HIVE_DEFAULT_PARTITION__/")
+    assert by_value["a b"]["path"].startswith("day=a%20b/")
+    assert row_count(actions) == 4 and json.loads(by_value["2026-11-28"]["stats"]) == {"numRecords": 2}
+    stored = pq.read_table(tmp_path / by_value["2026-11-28"]["path"])
+    assert stored.column_names == ["n"] and sorted(stored.column("n").to_pylist()) == [1, 2]
+    assert all((tmp_path / a["path"]).stat().st_size == a["size"] for a in actions)
+    assert add_action_fields(actions[0])["data_change"] is True
+
+
+def test_an_empty_table_writes_no_file(tmp_path):
+    from streaming.sinks.delta_files import write_data_files
+
+    assert write_data_files(str(tmp_path), pa.table({"n": pa.array([], pa.int64())}), []) == []
+    assert not any(tmp_path.iterdir())
