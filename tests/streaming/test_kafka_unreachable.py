@@ -1,4 +1,5 @@
-"""An unreachable Kafka is one clear line within seconds, not a flood of librdkafka's own log lines."""
+"""An unreachable Kafka is one clear line within seconds, not a flood of librdkafka's own log lines. The client
+filter and configuration behind it are checked in ``tests/kafka/test_client.py``."""
 
 from __future__ import annotations
 
@@ -50,31 +51,6 @@ def test_a_server_name_that_does_not_resolve_is_named_in_one_line(tmp_path):
                                "kafka.invalid:9092: "), lines
 
 
-def test_librdkafka_lines_are_deduplicated_and_rate_limited():
-    import logging
-
-    from streaming.kafka.client import librdkafka_logger
-
-    logger = librdkafka_logger()
-    seen: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            seen.append(record.getMessage())
-
-    handler = Keep()
-    logger.addHandler(handler)
-    try:
-        for n in range(50):
-            logger.error("FAIL [rdkafka#producer-%d] [thrd:b:9092/1]: b:9092/1: Disconnected (after %dms in state UP)",
-                         n, n)
-        logger.error("FAIL [rdkafka#producer-1] [thrd:b:9092/1]: b:9092/1: something else")
-    finally:
-        logger.removeHandler(handler)
-    assert len(seen) == 2, seen
-    assert "Disconnected" in seen[0] and "something else" in seen[1]
-
-
 def test_run_names_the_metrics_port_in_use(tmp_path):
     import socket
 
@@ -115,13 +91,3 @@ def test_the_job_log_keeps_py4j_quiet():
         logging.getLogger("py4j").setLevel(logging.NOTSET)
 
 
-def test_every_client_retries_a_returning_broker_within_a_second_unless_the_user_says_otherwise():
-    """librdkafka's default back-off grows to 10 s between connection attempts during an outage: the heartbeat
-    emitter reached a broker back from a 55 s stop 5 s late (tests/realkafka/test_outages.py). The readers' and the
-    emitter's clients cap it at 1 s; a value in the user's ``kafka`` section is kept."""
-    from streaming.kafka.client import RECONNECT, consumer_config
-
-    assert RECONNECT == {"reconnect.backoff.max.ms": "1000"}
-    assert consumer_config({"bootstrap.servers": "b:9092"})["reconnect.backoff.max.ms"] == "1000"
-    assert consumer_config({"bootstrap.servers": "b:9092", "reconnect.backoff.max.ms": 5000})[
-        "reconnect.backoff.max.ms"] == "5000"
