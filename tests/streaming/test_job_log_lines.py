@@ -1,5 +1,5 @@
 """The lines ``groupscope run`` writes for an operator: an outage in two lines, where a start resumes, when it has
-caught up, the JVM's output as records without its start-up chatter, and the JSON log format."""
+caught up, and the JSON log format. How the JVM's output becomes records is in ``tests/spark/test_jvm_output.py``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 
 from streaming.driver.progress import BatchStallWatch, CatchUpWatch, checkpoint_position, resume_line
 from streaming.kafka.client import Reachability
-from streaming.spark.jvm_output import JvmOutput
 from tests.cli_helpers import REPO
 
 
@@ -177,42 +176,6 @@ def test_a_query_without_batches_is_said_once_with_what_spark_says_and_once_when
     assert len(asked) == 1
 
 
-def _through_jvm_output(text: str, logger: logging.Logger) -> None:
-    out = JvmOutput(logger).start()
-    os.write(out.write_fd, text.encode())
-    out.close_writer()
-    out.join(10)
-
-
-def test_the_jvm_output_becomes_records_without_its_start_up_chatter(keep):
-    logger, lines = keep
-    logger.setLevel(logging.INFO)
-    _through_jvm_output(
-        "WARNING: Using incubator modules: jdk.incubator.vector\n"
-        'Setting default log level to "WARN".\n'
-        "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).\n"
-        "26/01/05 10:00:00 ERROR Executor: Exception in task 0.0 in stage 3.0 (TID 7)\n"
-        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
-        '  File "reader.py", line 80, in read_ranges\n'
-        "streaming.kafka.reader.ReadTimeout: no progress for 300 s\n"
-        "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:600)\n"
-        "\t... 12 more\n"
-        "26/01/05 10:00:01 WARN TaskSetManager: Lost task 0.0 in stage 3.0\n"
-        "a last line without a newline", logger)
-    assert [(r.levelno, r.getMessage()) for r in lines.records] == [
-        (logging.ERROR, "26/01/05 10:00:00 ERROR Executor: Exception in task 0.0 in stage 3.0 (TID 7) (5 more lines "
-                        "of trace; --log-level debug shows them)"),
-        (logging.WARNING, "26/01/05 10:00:01 WARN TaskSetManager: Lost task 0.0 in stage 3.0"),
-        (logging.WARNING, "a last line without a newline"),
-    ]
-
-
-def test_the_jvm_trace_is_kept_at_debug(keep):
-    logger, lines = keep
-    _through_jvm_output("26/01/05 ERROR Executor: boom\njava.io.IOException: gone\n\tat a.b.C(C.java:1)\n", logger)
-    assert lines.messages() == ["26/01/05 ERROR Executor: boom\njava.io.IOException: gone\n\tat a.b.C(C.java:1)"]
-
-
 def test_run_logs_json_objects_with_time_level_logger_and_message(tmp_path):
     """``groupscope run --log-format json`` against an unreachable broker: every line is one JSON object."""
     proc = subprocess.run([sys.executable, "-m", "streaming.commands.cli", "run", "--bootstrap", "127.0.0.1:1",
@@ -240,15 +203,6 @@ def test_a_failed_query_is_one_line():
     assert query_error_line(error) == "ValueError: Target schema's field names are not matching"
     assert query_error_line("Job aborted.\nplan line") == "Job aborted."
     assert len(query_error_line("x" * 1000)) == 300
-
-
-def test_a_bare_python_traceback_is_named_by_its_exception(keep):
-    logger, lines = keep
-    logger.setLevel(logging.INFO)
-    _through_jvm_output("Traceback (most recent call last):\n  File \"runner.py\", line 265, in main\n"
-                        "    serve()\nConnectionResetError: [Errno 104] Connection reset by peer\n", logger)
-    assert lines.messages() == ["ConnectionResetError: [Errno 104] Connection reset by peer (3 more lines of trace; "
-                                "--log-level debug shows them)"]
 
 
 def _free_port() -> int:
