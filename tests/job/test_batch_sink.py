@@ -1,0 +1,126 @@
+"""The driver side of a micro-batch (``streaming.job.batch_sink``): the shard steps' output rows collected per table,
+written to Delta once per batch id and handed to the metrics."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+
+import pyarrow as pa
+import pytest
+
+from streaming.job.batch_sink import (FILES_PREFIX, BatchSink, collect_outputs, decode_health, decode_table,
+                                      encode_health, encode_table, partition_rows_for_metrics, table_rows)
+from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
+from streaming.job.step import METRICS_PARTITIONS, StepHealth
+from streaming.schema.tables import LAG, TABLES
+
+
+def _health(shard: int, **kw) -> StepHealth:
+    fields = dict(records=10, decode_errors=0, unknown_records=0, heartbeats=1, last_offset=9,
+                  offsets_high_watermark=10, offsets_last_stable=10, heartbeat_ms=1, caught_up=True, groups=1,
+                  step_seconds=0.01)
+    return StepHealth(shard=shard, **{**fields, **kw})
+
+
+def _lag_rows(shard: int, partitions: list[int]) -> pa.Table:
+    rows = [{f.name: None for f in LAG} | {"shard": shard, "group_id": "g", "topic": "t", "partition": p,
+                                            "committed_offset": 5, "snapshot_date": dt.date(2026, 1, 1)}
+            for p in partitions]
+    return pa.Table.from_pylist(rows, schema=LAG)
+
+
+def test_a_table_survives_its_trip_as_a_compressed_payload():
+    table = pa.table({"group_id": ["payments-consumer"] * 2000, "n": pa.array(range(2000), pa.int64())})
+    payload = encode_table(table)
+    assert decode_table(payload).equals(table)
+    plain = pa.BufferOutputStream()
+    with pa.ipc.new_stream(plain, table.schema) as writer:
+        writer.write_table(table)
+    assert len(payload) < plain.getvalue().size / 2, "repeated names compress: fewer bytes cross Spark"
+
+
+def test_health_survives_its_trip():
+    health = _health(3, caught_up=False, kafka_outages=2, full_snapshot=False)
+    assert decode_health(encode_health(health)) == health
+
+
+def test_each_tables_chunks_from_every_shard_become_one_table_of_its_schema():
+    rows = [(1, "lag", encode_table(_lag_rows(1, [0, 1]))), (0, "health", encode_health(_health(1))),
+            (0, "lag", encode_table(_lag_rows(0, [2]))), (0, "health", encode_health(_health(0)))]
+    result = collect_outputs(7, rows)
+    assert result.batch_id == 7
+    assert result.tables["lag"].schema == TABLES["lag"]
+    assert sorted(result.tables["lag"].column("partition").to_pylist()) == [0, 1, 2]
+    assert [h.shard for h in result.health] == [0, 1], "health in shard order"
+
+
+def test_driver_only_outputs_are_collected_with_their_own_schema():
+    lagging = pa.table({"shard": pa.array([2], pa.int32()), "topic": ["t"], "partition": pa.array([0], pa.int32()),
+                        "committed_offset": pa.array([4], pa.int64()), "lag": pa.array([6], pa.int64()),
+                        "lag_seconds": [1.5]})
+    result = collect_outputs(1, [(2, LAGGING, encode_table(lagging)),
+                                 (2, METRICS_PARTITIONS, encode_table(_lag_rows(2, [3])))])
+    assert result.tables[LAGGING].schema == LAGGING_SCHEMA and result.tables[LAGGING].num_rows == 1
+    assert result.tables[METRICS_PARTITIONS].schema == LAG
+
+
+def test_files_written_by_executors_are_gathered_per_table():
+    one, two = {"path": "a.parquet", "size": 1}, {"path": "b.parquet", "size": 2}
+    result = collect_outputs(1, [(0, FILES_PREFIX + "commits", json.dumps([one]).encode()),
+                                 (1, FILES_PREFIX + "commits", json.dumps([two]).encode())])
+    assert result.files == {"commits": [one, two]} and result.tables == {}
+
+
+def test_an_unknown_output_is_warned_about_and_left_out(caplog):
+    caplog.set_level(logging.WARNING, logger="groupscope.batch")
+    result = collect_outputs(1, [(0, "mystery", b"\x00")])
+    assert result.tables == {} and result.health == []
+    assert [r.getMessage() for r in caplog.records] == ["unknown step output 'mystery' ignored"]
+
+
+class _Delta:
+    """Records what a Delta sink was asked to write."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def write_batch(self, batch_id, tables, files=None):
+        self.calls.append((batch_id, sorted(tables), files))
+        return {name: t.num_rows for name, t in tables.items()}
+
+
+def test_a_batch_goes_to_delta_then_to_the_metrics_then_to_the_listener():
+    order: list[str] = []
+    delta = _Delta()
+    sink = BatchSink(delta=delta, metrics=lambda r: order.append(f"metrics {r.written}"),
+                     on_batch=lambda r: order.append(f"listener {r.batch_id}"))
+    result = sink.handle(4, [(0, "lag", encode_table(_lag_rows(0, [0, 1])))])
+    assert delta.calls == [(4, ["lag"], None)], "no files: the two-argument write"
+    assert order == ["metrics {'lag': 2}", "listener 4"]
+    assert sink.last is result and result.seconds >= 0
+
+
+def test_executor_written_files_are_committed_with_the_batch():
+    delta = _Delta()
+    action = {"path": "x.parquet"}
+    BatchSink(delta=delta).handle(5, [(0, FILES_PREFIX + "commits", json.dumps([action]).encode())])
+    assert delta.calls == [(5, [], {"commits": [action]})]
+
+
+def test_without_delta_or_metrics_a_batch_is_only_collected():
+    result = BatchSink().handle(1, [(0, "health", encode_health(_health(0)))])
+    assert result.written == {} and [h.shard for h in result.health] == [0]
+
+
+@pytest.mark.parametrize("kinds, want", [
+    (["lag"], [0, 1]),  # a full snapshot: the lag table's rows
+    ([METRICS_PARTITIONS], [2]),  # between snapshots: the touched groups' rows
+    ([], []),
+])
+def test_the_metrics_get_the_partition_rows_the_batch_has(kinds, want):
+    tables = {"lag": _lag_rows(0, [0, 1]), METRICS_PARTITIONS: _lag_rows(0, [2])}
+    result = collect_outputs(1, [(0, kind, encode_table(tables[kind])) for kind in kinds])
+    assert [r["partition"] for r in partition_rows_for_metrics(result)] == want
+    assert table_rows(result, "groups") == []
