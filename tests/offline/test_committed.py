@@ -12,37 +12,8 @@ import pytest
 from protocol.batch import TimestampType, encode_batch
 from streaming.offline.committed import CommittedReader, log_end_offset
 from streaming.offline.segments import find_segments
+from tests.offline.logs import ABORT, COMMIT, T, marker, plain, txn, write_log
 from tests.protocol.conformance import encode_recorded_batch, transaction_batches
-
-T = 1_795_000_000_000
-ABORT, COMMIT = 0, 1
-
-
-def plain(offset: int, n: int = 1) -> bytes:
-    return encode_batch([(f"k{offset + i}".encode(), b"v") for i in range(n)], base_offset=offset,
-                        base_timestamp=T + offset)
-
-
-def txn(offset: int, pid: int, n: int = 1) -> bytes:
-    return encode_batch([(f"k{offset + i}".encode(), b"v") for i in range(n)], base_offset=offset,
-                        base_timestamp=T + offset, producer_id=pid, producer_epoch=0, base_sequence=0,
-                        transactional=True)
-
-
-def marker(offset: int, pid: int, kind: int) -> bytes:
-    return encode_batch([(struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 3))], base_offset=offset,
-                        base_timestamp=T + offset, producer_id=pid, producer_epoch=0, transactional=True,
-                        is_control=True)
-
-
-def write_log(tmp_path, segments: list[list[bytes]]):
-    folder = tmp_path / "__consumer_offsets-3"
-    folder.mkdir()
-    for batches in segments:
-        first = struct.unpack(">q", batches[0][:8])[0]
-        (folder / f"{first:020d}.log").write_bytes(b"".join(batches))
-    return find_segments(folder)
-
 
 def offsets(reader: CommittedReader, start: int, end: int) -> list[int]:
     return [o for b in reader.read(start, end) for o in b.column("offset").to_pylist()]
