@@ -1,5 +1,6 @@
-"""The heartbeat topic: created with its retention, or corrected when something else created it first, and the first
-tick never fails because of either.
+"""The heartbeat emitter (``streaming.kafka.heartbeat``): what a tick lists and sends, and the heartbeat topic,
+created with its retention or corrected when something else created it first, the first tick never failing because
+of either.
 
 Against librdkafka's mock cluster (a real Kafka-protocol broker): its metadata honours AllowAutoTopicCreation, so
 the tests show groupscope's lookups no longer create topics, and that a topic created beforehand with the broker's
@@ -16,14 +17,17 @@ import sys
 import time
 from concurrent.futures import Future
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streaming.kafka.heartbeat import HeartbeatEmitter, config_fixes
+from streaming.config import load_settings
+from streaming.kafka.heartbeat import HeartbeatEmitter, _one_line, config_fixes
 from streaming.kafka.mock_cluster import MockCluster
+from streaming.schema.heartbeat_format import decode_heartbeat
 from tests.cli_helpers import REPO
 
 TOPIC = "groupscope-heartbeat"
+T0 = 1_767_225_600_000
 
 
 def _exists(bootstrap: str, topic: str) -> int:
@@ -201,3 +205,75 @@ def test_heartbeat_once_says_its_outcome_in_one_line():
         sent = _heartbeat_once(mc.bootstrap_servers)
         assert (sent.returncode, sent.stdout) == (0, "")
         assert sent.stderr.splitlines() == [f"groupscope heartbeat: sent the end offsets of 3 partitions to {TOPIC}"]
+
+
+# ---- what a tick lists and sends ---------------------------------------------------------------------------------
+
+def test_the_offsets_topic_and_the_included_topics_are_watched_never_the_heartbeat_topic():
+    with MockCluster(1) as mc:
+        for name, partitions in (("__consumer_offsets", 2), ("orders", 2), ("order-audit", 1), ("payments", 1),
+                                 ("__internal", 1), (TOPIC, 1)):
+            mc.create_topic(name, partitions)
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, include="^ord",
+                                   exclude="audit|^__(?!consumer_offsets$)", check_topic_config=False)
+        assert emitter.watched_partitions() == [("__consumer_offsets", 0), ("__consumer_offsets", 1),
+                                                ("orders", 0), ("orders", 1)]
+        everything = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, include=".*",
+                                      check_topic_config=False)
+        assert {t for t, _ in everything.watched_partitions()} == {"__consumer_offsets", "orders", "order-audit",
+                                                                   "payments"}, "internal topics and its own left out"
+        emitter.stop()
+        everything.stop()
+
+
+def test_a_tick_sends_every_watched_partitions_end_offsets_in_chunks_of_the_configured_size():
+    with MockCluster(1) as mc:
+        mc.create_topic("__consumer_offsets", 1)
+        mc.create_topic("orders", 3)
+        mc.create_topic(TOPIC, 1)
+        p = Producer({"bootstrap.servers": mc.bootstrap_servers, "log_level": 3})
+        for i in range(6):
+            p.produce("orders", value=b"%d" % i, partition=i % 3 if i < 5 else 0)  # 3, 2 and 1 records
+        p.flush(10)
+        emitter = HeartbeatEmitter({"bootstrap.servers": mc.bootstrap_servers}, topic=TOPIC, chunk_partitions=3,
+                                   check_topic_config=False, probe_tails=False, probe_oldest=False,
+                                   clock=lambda: T0 / 1000)
+        assert emitter.tick() and emitter.tick(), emitter.status.last_error
+        status = emitter.status
+        assert (status.ticks, status.failures, status.last_tick_ms, status.partitions, status.kafka_up) == (
+            2, 0, T0, 4, True)
+        emitter.stop()
+        consumer = Consumer({"bootstrap.servers": mc.bootstrap_servers, "group.id": "t", "log_level": 3})
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        beats = []
+        while len(beats) < 4:
+            m = consumer.poll(10)
+            assert m is not None, f"only {len(beats)} heartbeat messages"
+            assert m.key() == emitter.emitter_id.encode() and m.timestamp()[1] == T0
+            beats.append(decode_heartbeat(m.value()))
+        consumer.close()
+        assert [(hb.seq, hb.chunk, hb.chunks, len(hb.ends)) for hb in beats] == [(1, 0, 2, 3), (1, 1, 2, 1),
+                                                                                 (2, 0, 2, 3), (2, 1, 2, 1)]
+        ends = {(t, q): (hw, lso, low) for hb in beats[:2] for t, q, hw, lso, low in hb.ends}
+        assert ends == {("__consumer_offsets", 0): (0, 0, 0), ("orders", 0): (3, 3, 0), ("orders", 1): (2, 2, 0),
+                        ("orders", 2): (1, 1, 0)}
+
+
+def test_the_configuration_section_makes_the_emitter_it_describes():
+    settings = load_settings(None, {"heartbeat": {"topic": "hb-eu", "interval_seconds": 2, "include_topics": "^o",
+                                                  "retention_ms": 3_600_000, "probe_transaction_tails": False,
+                                                  "tail_probe_window": 50, "oldest_record_partitions": 7}})
+    emitter = HeartbeatEmitter.from_settings({"bootstrap.servers": "127.0.0.1:9"}, settings.heartbeat, "__co")
+    assert (emitter.topic, emitter.interval_s, emitter.include.pattern, emitter.offsets_topic) == (
+        "hb-eu", 2.0, "^o", "__co")
+    assert emitter.wanted_config() == {"retention.ms": "3600000", "cleanup.policy": "delete"}
+    assert emitter.tails is None and emitter.oldest is not None and emitter.oldest.max_partitions == 7
+    assert emitter.exclude.search("groupscope-heartbeat") and emitter.exclude.search("__transaction_state")
+    assert not emitter.exclude.search("__consumer_offsets")
+
+
+def test_a_kafka_error_is_said_by_its_own_words_in_one_line():
+    assert _one_line(KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))) == \
+        "Broker transport failure"
+    assert _one_line(RuntimeError("first line\nsecond line")) == "first line"
+    assert _one_line(TimeoutError()) == "TimeoutError"
