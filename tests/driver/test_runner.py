@@ -12,6 +12,7 @@ tables would skip them as already written.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 import pyarrow as pa
 import pytest
@@ -104,3 +105,132 @@ def test_resuming_the_same_checkpoint_is_fine(tmp_path):
     (tmp_path / "cp" / "offsets" / "5").write_text("v1\n")
     refuse_tables_of_another_checkpoint(delta, str(tmp_path / "cp"))
     refuse_tables_of_another_checkpoint(delta, "s3a://bucket/cp")  # not local: cannot tell, not refused
+
+
+# ---- one cluster's supervision -----------------------------------------------------------------------------------
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def said():
+    handler = _Lines()
+    logger = logging.getLogger("groupscope.run")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _run(tmp_path, *, several: bool = False, cluster: str = "test") -> ClusterRun:
+    return ClusterRun(job_settings("127.0.0.1:9", tmp_path, cluster=cluster), several=several, heartbeat_clock=None)
+
+
+def test_a_several_cluster_jobs_queries_and_lines_are_named_after_their_cluster(tmp_path, said):
+    run = _run(tmp_path, several=True, cluster="eu")
+    assert run.query_name == "groupscope-eu" and _run(tmp_path).query_name == "groupscope"
+    run.retry_later("cannot reach Kafka", 10.0)
+    assert said == ["cluster eu: cannot reach Kafka; trying again in 2 s"]
+
+
+def test_a_start_that_fails_is_retried_with_a_back_off_doubling_up_to_a_minute(tmp_path, said):
+    run = _run(tmp_path)
+    attempts: list[float] = []
+
+    def failing(r: ClusterRun) -> None:
+        attempts.append(now)
+        raise RuntimeError("no __consumer_offsets yet")
+
+    now = 0.0
+    for _ in range(8):
+        run.supervise(now, failing)
+        now = run.next_attempt
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    assert gaps == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    run.supervise(now - 1, failing)
+    assert len(attempts) == 8, "nothing is tried before the back-off has passed"
+    assert said[0] == "no __consumer_offsets yet; trying again in 2 s" and run.status.last_error == said[0].split(";")[0]
+
+
+class _Query:
+    """What supervise reads of a running streaming query."""
+
+    isActive = True
+
+    def __init__(self, progress: dict | None) -> None:
+        self.lastProgress = progress
+        self.status = {"message": "Waiting for data to arrive"}
+
+
+def test_a_running_query_resets_the_back_off_and_reports_its_batch_duration(tmp_path):
+    run = _run(tmp_path)
+    run.prepared, run.backoff = True, 32.0
+    run.query = _Query(None)
+    run.supervise(1.0, lambda r: pytest.fail("a running query is not started again"))
+    assert run.backoff == 32.0, "no batch yet: nothing says it works"
+    run.query = _Query({"batchId": 3, "durationMs": {"triggerExecution": 1250}})
+    run.supervise(2.0, lambda r: None)
+    assert (run.backoff, run.status.batch_duration_s) == (2.0, 1.25)
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.wanted: dict[int, list] = {}
+
+    def want_oldest(self, shard: int, lagging: list) -> None:
+        self.wanted[shard] = lagging
+
+
+def _health(shard: int, *, full: bool, caught_up: bool):
+    from streaming.job.step import StepHealth
+
+    return StepHealth(shard, 0, 0, 0, 0, 0, 0, 0, 0, caught_up, 0, 0.0, full_snapshot=full)
+
+
+def test_after_a_batch_the_emitter_learns_what_the_caught_up_full_refreshes_found_lagging(tmp_path):
+    from streaming.job.batch_sink import BatchResult
+    from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
+    from streaming.kafka.oldest_probe import Lagging
+
+    run = _run(tmp_path)
+    run.emitter = _Emitter()
+    lagging = pa.Table.from_pylist([{"shard": 0, "topic": "t", "partition": 1, "committed_offset": 5, "lag": 9,
+                                     "lag_seconds": 2.0}], schema=LAGGING_SCHEMA)
+    result = BatchResult(7, tables={LAGGING: lagging}, health=[_health(0, full=True, caught_up=True),
+                                                                _health(1, full=True, caught_up=True),
+                                                                _health(2, full=False, caught_up=True),
+                                                                _health(3, full=True, caught_up=False)])
+    run.after_batch(result)
+    assert run.emitter.wanted == {0: [Lagging("t", 1, 5, 9, 2.0)], 1: []}, \
+        "shard 1 refreshed without rows: nothing of it is behind; 2 and 3 said nothing new"
+    assert run.status.batches == 1 and run.status.last_batch is result
+
+
+def test_stopping_the_services_goes_on_past_one_that_fails_in_reverse_order(tmp_path, said):
+    run = _run(tmp_path)
+    stopped: list[str] = []
+
+    def fails() -> None:
+        raise OSError("disk gone")
+
+    run._started = [("delta", lambda: stopped.append("delta")), ("maintenance", fails),
+                    ("heartbeat", lambda: stopped.append("heartbeat"))]
+    run.prepared = True
+    run.stop_services()
+    assert stopped == ["heartbeat", "delta"] and not run.prepared
+    assert said == ["stopping maintenance: disk gone"]
+
+
+def test_a_state_error_given_bare_is_the_operators_line_as_it_is():
+    assert checkpoint_error("StateFormatError: state written by groupscope state v9") == \
+        "state written by groupscope state v9"
