@@ -8,11 +8,12 @@ import re
 import urllib.request
 
 import pyarrow as pa
+import pytest
 
 from streaming.config import load_settings
-from streaming.driver.metrics_feed import MetricsFeed
+from streaming.driver.metrics_feed import ClusterFeed, MetricsFeed, read_view
 from streaming.driver.runner import JobStatus
-from streaming.job.batch_sink import BatchSink, encode_health, encode_table
+from streaming.job.batch_sink import BatchSink, collect_outputs, encode_health, encode_table
 from streaming.job.step import ShardStep
 from streaming.sinks.delta import DeltaSink
 from tests.job.step_input import FRESHNESS_SHARD, commits_then_heartbeat, snapshot_an_hour_away
@@ -60,3 +61,64 @@ def test_the_per_partition_series_move_with_the_commit_and_delta_lag_does_not_gr
         assert delta.read("lag").num_rows == 2, "only the lag table's own interval writes to it"
     finally:
         feed.stop()
+
+
+# ---- what one cluster's feed says of Kafka -----------------------------------------------------------------------
+
+class _Emitter:
+    """What the feed reads of a heartbeat emitter."""
+
+    def __init__(self, ticks: int, failures: int, kafka_up: bool, last_tick_ms: int, now: float,
+                 topic_problem: str | None = None) -> None:
+        from streaming.kafka.heartbeat import EmitterStatus
+
+        self.status = EmitterStatus(ticks, failures, last_tick_ms, None, kafka_up, 0)
+        self.clock = lambda: now
+        self.topic_problem = topic_problem
+
+
+def _feed(emitter: _Emitter | None) -> ClusterFeed:
+    return ClusterFeed(load_settings(None), JobStatus(), emitter=lambda: emitter)
+
+
+def test_before_the_emitter_tried_or_without_one_kafka_is_neither_up_nor_down():
+    assert _feed(None).kafka_up() is None and _feed(None).kafka_silence() is None
+    assert _feed(_Emitter(0, 0, False, -1, T0 / 1000)).kafka_up() is None
+
+
+def test_kafka_is_as_the_emitters_last_attempt_found_it():
+    assert _feed(_Emitter(3, 0, True, T0, T0 / 1000)).kafka_up() is True
+    assert _feed(_Emitter(3, 1, False, T0, T0 / 1000)).kafka_up() is False
+    assert _feed(_Emitter(0, 2, False, -1, T0 / 1000)).kafka_up() is False, "never reached: down"
+
+
+def test_the_silence_is_the_time_since_the_emitter_last_reached_kafka_never_negative():
+    assert _feed(_Emitter(3, 4, False, T0, T0 / 1000 + 42.5)).kafka_silence() == 42.5
+    assert _feed(_Emitter(3, 0, True, T0, T0 / 1000 - 1)).kafka_silence() == 0.0, "clocks a little apart"
+    assert _feed(_Emitter(0, 4, False, -1, T0 / 1000)).kafka_silence() is None
+
+
+def test_a_missing_heartbeat_topic_is_the_problem_ready_names():
+    problem = "heartbeat topic groupscope-heartbeat does not exist and cannot be created (denied)"
+    assert _feed(_Emitter(0, 1, True, -1, 0, topic_problem=problem)).heartbeat_problem() == problem
+    assert _feed(None).heartbeat_problem() is None
+
+
+def test_the_read_view_holds_partition_rows_only_when_the_driver_keeps_them():
+    step = ShardStep(FRESHNESS_SHARD, snapshot_an_hour_away(partition_metrics=True))
+    tables, health = step.process(commits_then_heartbeat([("g", "t", 0, 100), ("g", "t", 1, 7)], T0 + 1000, 0, 0))
+    result = collect_outputs(0, [(FRESHNESS_SHARD, n, encode_table(t)) for n, t in tables.items()])
+    kept = read_view(result)
+    assert [g.group_id for g in kept.groups] == ["g"]
+    assert set(kept.partitions["g"]) == {("t", 0), ("t", 1)}
+    dropped = read_view(result, keep_partitions=False)
+    assert [g.group_id for g in dropped.groups] == ["g"] and not dropped.partitions
+
+
+def test_a_cluster_is_served_once():
+    settings = load_settings(None, {"metrics": {"port": 0, "host": "127.0.0.1"}, "cluster": "eu"})
+    feed = MetricsFeed(settings, JobStatus())
+    with pytest.raises(ValueError, match="cluster 'eu' is served already"):
+        feed.add_cluster(settings, JobStatus())
+    other = feed.add_cluster(load_settings(None, {"cluster": "us"}), JobStatus())
+    assert list(feed.clusters) == ["eu", "us"] and feed.clusters["us"] is other and feed.state is not other.state
