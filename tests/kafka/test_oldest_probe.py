@@ -1,17 +1,21 @@
 """The oldest-record probe (``streaming.kafka.oldest_probe``): which committed offsets it reads at a heartbeat tick
 to measure time lag (budget, order, spreading over ticks, unreadable topics) and what it keeps to send.
 
-The read itself runs against a real broker in ``tests/realkafka/test_measured_lag.py``; here it is a table of
-answers, so the choices around it can be checked one by one.
+The choices are checked against a table of answers, one by one; the read itself runs once against librdkafka's
+mock cluster here, and against a real broker in ``tests/realkafka/test_measured_lag.py``.
 """
 
 from __future__ import annotations
 
 import logging
 
-from streaming.kafka.oldest_probe import FirstRecords, Lagging, OldestProbe
+from confluent_kafka import Producer
+
+from streaming.kafka.mock_cluster import MockCluster
+from streaming.kafka.oldest_probe import FirstRecords, Lagging, OldestProbe, read_first_records
 from streaming.kafka.reader import OffsetRange
 from streaming.schema.heartbeat_format import OldestRecord
+from tests.kafka.transactions import transactional_tail
 
 T0 = 1_767_225_600_000
 
@@ -166,3 +170,24 @@ def test_a_topic_it_may_not_read_is_said_once_and_left_to_interpolation(caplog):
     probe.probe(probe.due(ends))
     said = [r.getMessage() for r in caplog.records if "to measure time lag" in r.getMessage()]
     assert len(said) == 1 and "secret" in said[0] and "interpolated" in said[0]
+
+
+# ---- the read itself, against a real Kafka-protocol broker -------------------------------------------------------
+
+def test_the_first_record_at_or_after_a_committed_offset_is_read_and_a_tail_of_markers_is_exhausted():
+    """Offsets 0-5 records, the COMMIT marker at 6 (librdkafka's mock cluster over TCP): from 2 the first record
+    delivered is 2 itself; from 6 nothing is delivered up to the end, 7."""
+    with MockCluster(1) as mc:
+        mc.create_topic("payments", 1)
+        mc.create_topic("plain", 1)
+        end = transactional_tail(mc.bootstrap_servers)
+        p = Producer({"bootstrap.servers": mc.bootstrap_servers, "log_level": 3})
+        p.produce("plain", value=b"x", partition=0, timestamp=T0)
+        p.flush(10)
+        kafka = {"bootstrap.servers": mc.bootstrap_servers}
+        got = read_first_records(kafka, [OffsetRange("payments", 0, 2, end), OffsetRange("plain", 0, 0, 1)], 10.0)
+        assert set(got.found) == {("payments", 0), ("plain", 0)}
+        assert got.found[("payments", 0)][0] == 2 and got.found[("plain", 0)] == (0, T0)
+        tail = read_first_records(kafka, [OffsetRange("payments", 0, 6, end)], 10.0)
+        assert tail.found == {} and tail.exhausted == {("payments", 0)}
+        assert read_first_records(kafka, [], 10.0).found == {}
