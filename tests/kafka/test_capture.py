@@ -66,7 +66,7 @@ def test_a_capture_of_one_group_holds_its_records_its_topics_end_offsets_and_a_m
 
 
 def test_without_from_beginning_only_what_is_written_during_the_capture_is_kept(cluster, tmp_path):
-    summary = _capture(cluster, tmp_path / "rec", duration_s=1.2)
+    summary = _capture(cluster, tmp_path / "rec", duration_s=0.6)
     assert summary.records == 0 and (tmp_path / "rec" / "records.jsonl").read_text() == ""
 
 
