@@ -182,7 +182,7 @@ def test_waiting_for_a_closed_port_ends_in_one_line_naming_the_refusal():
         port = s.getsockname()[1]
         access = KafkaAccess({"bootstrap.servers": f"127.0.0.1:{port}"})
         with pytest.raises(KafkaUnavailable) as err:
-            access.wait_reachable(timeout_s=1.5)
+            access.wait_reachable(timeout_s=2.5)
     line = str(err.value)
     assert "\n" not in line
     assert line.startswith(f"cannot reach Kafka at 127.0.0.1:{port}: connection refused ("), line
