@@ -47,13 +47,13 @@ def _capture(bootstrap: str, out: Path, **options) -> CaptureSummary:
 
 def test_a_capture_of_one_group_holds_its_records_its_topics_end_offsets_and_a_manifest(cluster, tmp_path):
     out = tmp_path / "rec"
-    summary = _capture(cluster, out, groups=(re.compile("orders-.*"),), duration_s=2.5, from_beginning=True)
+    summary = _capture(cluster, out, groups=(re.compile("orders-.*"),), duration_s=3.5, from_beginning=True)
     assert summary.reason == "duration" and summary.records == 4 and summary.groups == {"orders-app"}
     assert summary.topics == {"orders"}, "the topics the kept records name"
     lines = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert [(r["partition"], r["offset"]) for r in lines] == [(1, 0), (1, 1), (1, 2), (1, 3)]
     samples = [json.loads(line) for line in (out / "end_offsets.jsonl").read_text().splitlines()]
-    assert 2 <= len(samples) == summary.samples <= 4, "a sample a second"
+    assert 2 <= len(samples) == summary.samples <= 5, "a sample a second, on a grid (a slow answer skips one)"
     last = samples[-1]["offsets"]
     assert last["orders:2"] == {"high": 1, "stable": 1, "low": 0}
     assert last["__consumer_offsets:1"]["high"] == 4 and set(last) == {
