@@ -1,6 +1,6 @@
 """The direct Fetch reader (``streaming.kafka.fetcher``) against a real Kafka-protocol broker (librdkafka's mock
 cluster over TCP): what only it does, beside the consumer it stands in for. That both read the same rows is checked
-in ``tests/streaming/test_reader.py``."""
+in ``tests/kafka/test_reader.py``."""
 
 from __future__ import annotations
 
