@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from streaming.job.step import ShardStep, StepConfig
-from streaming.model import state_format
+from streaming.model import state_format, state_v1
+from streaming.model.availability import AvailabilityTracker
 from streaming.model.shard import GroupCoordinatorShard
 from streaming.offline.recording import load_recording
 from streaming.offline.recording.replay import replay_events, timeline_from_events
@@ -95,3 +96,98 @@ def test_a_version_1_model_of_every_group_type_is_migrated_and_written_back_in_t
     again = migrated.to_bytes()
     assert again[:4] == state_format.MAGIC
     assert GroupCoordinatorShard.from_bytes(again).to_state() == expected
+
+
+# ---- state_v1's own readers, on the version-1 tuples the fixtures hold --------------------------------------------
+
+
+def _v1_model(path: Path) -> tuple:
+    """The positional model tuple of a version-1 step or model blob."""
+    return state_format.decode(path.read_bytes()).v1_shard
+
+
+def _step_fixtures() -> list[Path]:
+    return sorted(p for p in V1.glob("*.bin") if len(p.name.split(".")) == 4)
+
+
+@pytest.mark.parametrize("path", _step_fixtures(), ids=lambda p: p.name)
+def test_migrate_keeps_the_shard_its_groups_and_its_position(path):
+    """The file is named ``<recording>.<sample>.<shard>.bin``: the migrated state is that shard's, holds the same
+    groups by id and type as the tuple, and loads as a shard that reads back the same position."""
+    t = _v1_model(path)
+    migrated = state_v1.migrate(t)
+    assert migrated["partition"] == int(path.name.split(".")[2])
+    assert [(g["type"], g["group"]["group_id"]) for g in migrated["groups"]] == [(gtype, gt[0]) for gtype, gt in t[4]]
+    assert migrated["topic_names"] == dict(t[7])
+    shard = GroupCoordinatorShard.from_state(migrated)
+    assert (shard.partition, shard.last_offset, shard.last_timestamp, shard.now_ms) == tuple(t[:4])
+    assert set(shard.groups) == {gt[0] for _, gt in t[4]}
+
+
+def _with_field(t: tuple, index: int, value) -> tuple:
+    return (*t[:index], value, *t[index + 1:])
+
+
+def test_a_state_from_before_outages_were_tracked_starts_with_a_fresh_tracker():
+    t = _v1_model(_step_fixtures()[0])
+    fresh = AvailabilityTracker(1, 1).to_state()
+    assert len(t) == 14 and t[13], "the fixture should carry an availability tuple to drop"
+    assert state_v1.migrate(t[:13])["availability"] == fresh  # the tuple before the field existed
+    assert state_v1.migrate(_with_field(t, 13, ()))["availability"] == fresh  # an empty one: nothing tracked yet
+    assert state_v1.migrate(t)["availability"] != fresh
+
+
+def test_an_availability_tuple_without_the_outage_count_counts_none():
+    seven = ("away", 1_000, -1, ("g1", "g2"), 1_000, -1, 500)
+    without = state_v1.migrate(_with_field(_v1_model(_step_fixtures()[0]), 13, seven))["availability"]
+    assert without == {"state": "away", "since_ms": 1_000, "back_ms": -1, "groups": ("g1", "g2"),
+                       "last_since_ms": 1_000, "last_back_ms": -1, "interval_ms": 500, "outages": 0}
+    counted = state_v1.migrate(_with_field(_v1_model(_step_fixtures()[0]), 13, (*seven, 3)))["availability"]
+    assert counted == {**without, "outages": 3}
+
+
+def test_an_end_offset_history_from_before_quiet_tails_has_no_quiet_tail():
+    ((_, history), *_) = _v1_model(_step_fixtures()[0])[6]
+    assert len(history) == 9
+    newer = state_v1._end_offsets((*history[:8], 12_345)).to_state()
+    older = state_v1._end_offsets(history[:8]).to_state()
+    assert newer["quiet_from"] == 12_345 and older["quiet_from"] == -1  # -1: no quiet tail known
+    assert {k: v for k, v in older.items() if k != "quiet_from"} == {k: v for k, v in newer.items()
+                                                                       if k != "quiet_from"}
+    assert (older["hwm"], older["lso"], older["lwm"]) == tuple(history[:3])
+
+
+def test_offsets_from_before_statuses_were_kept_start_as_never_evaluated():
+    """Committed offsets are 8 bytes per partition; the status kept beside them is one byte per partition, 0xff
+    for one never evaluated."""
+    store = _v1_model(V1 / "kip848_storm_and_rolling.50.7.bin")[5]
+    (_, ((topic, offsets), *_)), *_ = store[2]
+    assert len(offsets) == 11
+    partitions = len(offsets[0]) // 8
+    older = state_v1._topic_offsets(offsets[:10]).to_state()
+    assert older["status"] == b"\xff" * partitions
+    assert state_v1._topic_offsets(offsets).to_state()["status"] == offsets[10]
+    assert {k: v for k, v in older.items() if k != "status"} == \
+        {k: v for k, v in state_v1._topic_offsets(offsets).to_state().items() if k != "status"}
+
+
+def test_a_judge_without_its_version_tag_starts_empty():
+    """Verdicts judged before the ``judge1`` layout are not read: the judge starts with no group."""
+    path = V1 / "kip848_storm_and_rolling.50.7.bin"
+    t = _v1_model(path)
+    assert t[8][0] == "judge1" and t[8][1], "the fixture should hold a judged group"
+    groups = state_v1.migrate(t)["judge"]["groups"]
+    assert set(groups) == {g for g, _ in t[8][1]}
+    assert state_v1.migrate(_with_field(t, 8, ()))["judge"] == {"groups": {}}
+    assert state_v1.migrate(_with_field(t, 8, ("judge0", t[8][1])))["judge"] == {"groups": {}}
+
+
+def test_members_judged_before_wholesale_replacements_were_judged_are_not_replaced():
+    """A member entry of two fields (joined ms, identity) gains the third, False, as the newer layout has it."""
+    t = _v1_model(V1 / "kip848_storm_and_rolling.50.7.bin")
+    (group, judgement), *_ = t[8][1]
+    assert judgement[0], "the fixture should judge members"
+    short = ((mid, entry[:2]) for mid, entry in judgement[0])
+    migrated = state_v1._judgement((tuple(short), *judgement[1:]))
+    assert migrated.members == {mid: (*entry[:2], False) for mid, entry in judgement[0]}
+    assert state_v1._judgement(judgement).members == {mid: tuple(entry) for mid, entry in judgement[0]}
