@@ -30,6 +30,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Collection
 
 import yaml
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -64,12 +65,13 @@ class Sample:
     kafka_up: float | None
     outages: float | None = None  # groupscope_kafka_outages_total
     groups: set[str] = field(default_factory=set)
-    bad_partitions: list[str] = field(default_factory=list)  # healthy partitions STOP or STALL
+    bad_partitions: list[str] = field(default_factory=list)  # watched (healthy) partitions STOP or STALL
     storm_active: set[str] = field(default_factory=set)
     storm_verdict: set[str] = field(default_factory=set)
 
 
-def look(port: int) -> Sample:
+def look(port: int, watched: Collection[str] = HEALTHY_GROUPS) -> Sample:
+    """``/ready`` and ``/metrics`` now; partitions STOP or STALL are gathered for the ``watched`` groups only."""
     t = time.time()
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=3) as resp:
@@ -93,7 +95,7 @@ def look(port: int) -> Sample:
                 s.outages = m.value
             elif m.name == "kafka_consumergroup_info":
                 s.groups.add(g)
-            elif m.name == "kafka_consumergroup_partition_status" and g in HEALTHY_GROUPS and m.value in STOP_CODES:
+            elif m.name == "kafka_consumergroup_partition_status" and g in watched and m.value in STOP_CODES:
                 s.bad_partitions.append(f"{g} {m.labels['topic']}:{m.labels['partition']} {STOP_CODES[m.value]}")
             elif m.name == "kafka_consumergroup_rebalance_storm_active" and m.value == 1:
                 s.storm_active.add(g)
@@ -106,8 +108,9 @@ def look(port: int) -> Sample:
 class Probe:
     """Reads ``/ready`` and ``/metrics`` every ``PROBE_S`` on its own thread: the timeline the assertions read."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, watched: Collection[str] = HEALTHY_GROUPS) -> None:
         self.port = port
+        self.watched = tuple(watched)
         self.samples: list[Sample] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -115,7 +118,7 @@ class Probe:
 
     def _run(self) -> None:
         while not self._stop.wait(PROBE_S):
-            self.samples.append(look(self.port))
+            self.samples.append(look(self.port, self.watched))
 
     def first(self, after: float, pred) -> Sample | None:
         return next((s for s in list(self.samples) if s.t >= after and pred(s)), None)
