@@ -622,3 +622,28 @@ def test_a_new_instance_of_a_present_name_does_not_end_a_formation_however_late(
     g.wait(32)
     assert g.verdicts() == [("formation", 32)]
     assert g.events[0].members_after == 2
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "known: the rebalance that formed the group counts as churn, and the rejoined members leaving young as "
+    "flaps, so one rejoin that Kafka forced (a coordinator move slower than the session timeout) followed by a "
+    "clean stop reaches the storm thresholds; the records do not show the move that caused the rejoin"))
+def test_a_group_rejoined_once_by_a_moved_coordinator_then_stopped_is_not_a_storm():
+    """Seen live on a three-broker cluster (``test_coordinator_move``): a classic group forms from empty, then its
+    coordinator is killed and the move takes longer than the members' session timeout, so every member gives up
+    its member id on its own side and joins the new coordinator as a new member: one generation replaces the
+    whole group, the old ids expiring. Two seconds later the group is stopped cleanly. No process ever crashed:
+    one forced rejoin and a stop are no crash loop."""
+    g = Group({}, t=0)
+    g.to(crew("a", "b"), 1.4)  # the group forms: a rebalance from empty, as the job sees a group it watches form
+    g.to(crew("a", "b", gen=1), 67.3)  # the coordinator moved: both rejoined under new ids, the old ones expired
+    g.to({}, 69.5)  # the group is stopped
+    g.wait(300)
+    # The same history with the group stopped later is judged calm: the storm comes from the stop's timing alone.
+    later = Group({}, t=0)
+    later.to(crew("a", "b"), 1.4)
+    later.to(crew("a", "b", gen=1), 67.3)
+    later.to({}, 90)
+    later.wait(300)
+    assert "storm" not in [v for v, _ in later.verdicts()], later.verdicts()
+    assert "storm" not in [v for v, _ in g.verdicts()], g.verdicts()
