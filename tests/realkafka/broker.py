@@ -13,9 +13,9 @@ A cluster (:class:`KafkaCluster`) is brokers and one controller, each a process 
 named up front (``controller.quorum.voters``) and every node's storage formatted with one cluster id: Kafka's
 static-quorum set-up, which needs no node to start first. With the controller apart, stopping or killing a broker
 never touches the quorum: the controller fences the broker and moves the leadership of its partitions,
-``__consumer_offsets`` included, to the other brokers, in the same few seconds every time. (With combined nodes, a
-killed broker that was also the active controller takes an election and a new controller's fencing with it: a
-move of half a minute instead of a few seconds.)
+``__consumer_offsets`` included, to the other brokers, a few seconds after the broker's session lapses. (With
+combined nodes, a killed broker that was also the active controller takes a controller election with it, and the
+new controller fences the dead broker only after a session of its own: a slower move, and a different incident.)
 """
 
 from __future__ import annotations
@@ -139,8 +139,8 @@ class KafkaBroker:
 
     def launch(self) -> None:
         """Formats the storage on the first start and starts the process, without waiting for it: the nodes of a
-        cluster are all launched before any is waited for, since none answers until a majority of the controller
-        quorum runs."""
+        cluster are all launched before any is waited for, since no broker answers until the controller quorum
+        runs."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         properties = self._write_properties()
         if not self._formatted:
