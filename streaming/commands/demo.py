@@ -92,7 +92,7 @@ def demo(scenarios, seed, speed, duration, directory, metrics_port, no_live, clu
         click.echo(f"groupscope demo: {exc}", err=True)
         sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
-        click.echo(f"groupscope demo: {exc or 'stopped by an unexpected error'}", err=True)
+        click.echo(f"groupscope demo: {str(exc) or f'stopped by an unexpected error ({type(exc).__name__})'}", err=True)
         sys.exit(1)
     # Everything is stopped and said: leave without the interpreter's teardown (py4j's and librdkafka's
     # leftovers take a second or more to unwind, and the prompt should come back at once).

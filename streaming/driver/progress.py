@@ -136,7 +136,8 @@ def query_error_line(error: str, limit: int = 300) -> str:
     carries a Python or Java trace, else its first line (Spark appends the query's plan; callers log the whole
     error at DEBUG)."""
     text = error.split("=== Streaming Query ===")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A Java trace names its inner causes on "Caused by: ..." lines, the innermost last.
+    lines = [line.strip().removeprefix("Caused by: ") for line in text.splitlines() if line.strip()]
     raised = [line for line in lines if re.match(r"^[\w.$]*(Error|Exception|Timeout)\b:?", line)]
     line = raised[-1] if raised else (lines[0] if lines else "unknown error")
     return line if len(line) <= limit else line[:limit - 1] + "…"

@@ -131,10 +131,7 @@ def _failing(exc: BaseException):
      ["groupscope demo: metrics port 9308 is already in use (pick another with --metrics-port, 0 for any free port)"]),
     (OSError(errno.ENOSPC, "No space left on device"), 1, ["groupscope demo: [Errno 28] No space left on device"]),
     (RuntimeError("the embedded broker did not start"), 1, ["groupscope demo: the embedded broker did not start"]),
-    pytest.param(RuntimeError(), 1, ["groupscope demo: stopped by an unexpected error"],
-                 marks=pytest.mark.xfail(strict=True, reason="an exception is always true, so `exc or '...'` never "
-                                                            "falls back: an error without a message is said as an "
-                                                            "empty line")),
+    (RuntimeError(), 1, ["groupscope demo: stopped by an unexpected error (RuntimeError)"]),
 ], ids=["config", "folder", "port", "port-taken-late", "os-error", "error", "error-without-message"])
 def test_what_goes_wrong_in_a_run_is_said_in_one_line_with_its_status(started, monkeypatch, raised, status, lines):
     monkeypatch.setattr(command, "run_demo", _failing(raised))

@@ -144,8 +144,6 @@ def test_a_failed_query_without_a_trace_is_its_first_line_and_nothing_is_unknown
     assert len(cut) == 20 and cut.endswith("…") and cut.startswith("java.lang.Illegal")
 
 
-@pytest.mark.xfail(strict=True, reason="a Java trace's innermost exception is its last 'Caused by:' line, which the "
-                                        "pattern does not match: the outermost wrapper is said instead")
 def test_a_failed_query_names_the_innermost_java_cause():
     error = ("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed\n"
              "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
