@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import shutil
 import tarfile
+import time
 from pathlib import Path
 
 import cramjam
@@ -163,3 +165,16 @@ def _unit_tests_start_no_jvm(request):
     if started:
         pytest.fail(f"this unit test left JVM processes running ({sorted(started)}): mark it spark, kafka or slow",
                     pytrace=False)
+
+
+@pytest.fixture
+def keep():
+    """A fresh logger and a handler keeping its records, whatever the root logger's configuration."""
+    from tests.log_records import Keep
+
+    logger = logging.getLogger(f"test.keep.{time.monotonic_ns()}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    handler = Keep()
+    logger.addHandler(handler)
+    return logger, handler

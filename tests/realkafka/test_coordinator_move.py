@@ -55,7 +55,6 @@ from collections import Counter
 from typing import Iterator
 
 import pytest
-import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -63,7 +62,7 @@ from protocol import partition_for
 from tests.realkafka.broker import CLUSTER_SETTINGS, BrokerFailed, KafkaCluster
 from tests.realkafka.clients import wait_until
 from tests.realkafka.outage_recorder import ClientLog, Consumer, Member, topic_of
-from tests.realkafka.test_kill_job import alive, free_port, is_offset_commit, kill_tree, start_job
+from tests.realkafka.test_kill_job import alive, free_port, is_offset_commit, kill_tree, start_job, write_job_config
 from tests.realkafka.test_outages import STOP_CODES, Probe, table
 from tests.spark.harness import HEARTBEAT, read_committed
 
@@ -167,16 +166,7 @@ def test_a_coordinator_moving_between_brokers_is_no_group_incident(cluster, tmp_
 
     port = free_port()
     delta = tmp_path / "delta"
-    config = tmp_path / "groupscope.yaml"
-    config.write_text(yaml.safe_dump({
-        "cluster": "coordinator-move",
-        "kafka": {"bootstrap.servers": bootstrap},
-        "spark": {"checkpoint": str(tmp_path / "cp"), "trigger_seconds": 0.5, "shuffle_partitions": 2},
-        "delta": {"path": str(delta)},
-        "metrics": {"host": "127.0.0.1", "port": port},
-        "heartbeat": {"interval_seconds": HEARTBEAT_S},
-        "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 2.0},
-    }))
+    config = write_job_config(tmp_path, "coordinator-move", bootstrap, port, heartbeat_s=HEARTBEAT_S)
     job_log = tmp_path / "job.log"
     job = start_job(config, job_log)
     probe = Probe(port, GROUPS)

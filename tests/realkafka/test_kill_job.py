@@ -199,6 +199,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def write_job_config(root: Path, cluster: str, bootstrap: str, port: int, *, heartbeat_s: float,
+                     **sections: dict) -> Path:
+    """``root/groupscope.yaml`` for a job watching a test broker: checkpoint and Delta tables under ``root``,
+    a half-second trigger, snapshots every second and lag every two (``sections`` add to or replace a section)."""
+    settings = {
+        "cluster": cluster,
+        "kafka": {"bootstrap.servers": bootstrap},
+        "spark": {"checkpoint": str(root / "cp"), "trigger_seconds": 0.5, "shuffle_partitions": 2},
+        "delta": {"path": str(root / "delta")},
+        "metrics": {"host": "127.0.0.1", "port": port},
+        "heartbeat": {"interval_seconds": heartbeat_s},
+        "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 2.0},
+        **sections,
+    }
+    config = root / "groupscope.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    return config
+
+
 def start_job(config: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "streaming.commands.cli", "run", "--config", str(config)],
                             cwd=REPO, stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -226,17 +245,8 @@ def test_kill_9_under_load_on_a_real_broker(own_kafka, tmp_path):
         f.result(30)
     port = free_port()
     checkpoint = tmp_path / "cp"
-    config = tmp_path / "groupscope.yaml"
-    config.write_text(yaml.safe_dump({
-        "cluster": "kill9-real",
-        "kafka": {"bootstrap.servers": bootstrap},
-        "source": {"max_offsets_per_trigger": 2000},
-        "spark": {"checkpoint": str(checkpoint), "trigger_seconds": 0.5, "shuffle_partitions": 2},
-        "delta": {"path": str(tmp_path / "delta")},
-        "metrics": {"host": "127.0.0.1", "port": port},
-        "heartbeat": {"interval_seconds": 1.0},
-        "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 2.0},
-    }))
+    config = write_job_config(tmp_path, "kill9-real", bootstrap, port, heartbeat_s=1.0,
+                              source={"max_offsets_per_trigger": 2000})
     log = tmp_path / "job.log"
     load = Load(bootstrap, rng).start()
     killed: set[int] = set()

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection
 
-import yaml
 from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 from prometheus_client.parser import text_string_to_metric_families
@@ -40,7 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.realkafka.clients import wait_until
 from tests.realkafka.outage_recorder import CRASH, HEALTHY, ClientLog, Workload, _rejoined, background, \
     outages_from_events
-from tests.realkafka.test_kill_job import alive, free_port, kill_tree, start_job
+from tests.realkafka.test_kill_job import alive, free_port, kill_tree, start_job, write_job_config
 from tests.spark.harness import HEARTBEAT
 
 OUTAGE_S = 27.0  # the broker stays stopped this long: well past the 10 s session timeout
@@ -148,16 +147,7 @@ def test_a_broker_stopped_past_the_session_timeout_is_one_cluster_event(own_kafk
 
     port = free_port()
     delta = tmp_path / "delta"
-    config = tmp_path / "groupscope.yaml"
-    config.write_text(yaml.safe_dump({
-        "cluster": "outage-live",
-        "kafka": {"bootstrap.servers": bootstrap},
-        "spark": {"checkpoint": str(tmp_path / "cp"), "trigger_seconds": 0.5, "shuffle_partitions": 2},
-        "delta": {"path": str(delta)},
-        "metrics": {"host": "127.0.0.1", "port": port},
-        "heartbeat": {"interval_seconds": HEARTBEAT_S},
-        "model": {"snapshot_interval_seconds": 1.0, "lag_interval_seconds": 2.0},
-    }))
+    config = write_job_config(tmp_path, "outage-live", bootstrap, port, heartbeat_s=HEARTBEAT_S)
     job_log = tmp_path / "job.log"
     job = start_job(config, job_log)
     probe = Probe(port)

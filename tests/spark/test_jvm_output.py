@@ -14,29 +14,6 @@ import pytest
 from streaming.spark.jvm_output import JVM_LOGGER, JvmOutput, is_noise
 
 
-class Keep(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def messages(self, level: int = logging.DEBUG) -> list[str]:
-        return [r.getMessage() for r in self.records if r.levelno >= level]
-
-
-@pytest.fixture
-def keep():
-    """Records of a fresh logger, whatever the root logger's configuration."""
-    logger = logging.getLogger(f"test.jvm.{time.monotonic_ns()}")
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    handler = Keep()
-    logger.addHandler(handler)
-    return logger, handler
-
-
 def _through_jvm_output(text: str, logger: logging.Logger) -> None:
     out = JvmOutput(logger).start()
     os.write(out.write_fd, text.encode())

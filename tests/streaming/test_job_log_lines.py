@@ -17,29 +17,7 @@ import pytest
 from streaming.driver.progress import BatchStallWatch, CatchUpWatch, checkpoint_position, resume_line
 from streaming.kafka.client import Reachability
 from tests.cli_helpers import REPO
-
-
-class Keep(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def messages(self, level: int = logging.DEBUG) -> list[str]:
-        return [r.getMessage() for r in self.records if r.levelno >= level]
-
-
-@pytest.fixture
-def keep():
-    """Records of a fresh logger, whatever the root logger's configuration."""
-    logger = logging.getLogger(f"test.lines.{time.monotonic_ns()}")
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    handler = Keep()
-    logger.addHandler(handler)
-    return logger, handler
+from tests.log_records import Keep
 
 
 def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(keep):
