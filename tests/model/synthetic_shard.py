@@ -4,6 +4,9 @@ of the current state format and of the version-1 reader."""
 
 from __future__ import annotations
 
+from protocol import CoordinatorRecord
+from protocol.codec import decode_record, encode_record
+from streaming.model import events as ev
 from streaming.model.consumer import ConsumerGroup, ConsumerMember
 from streaming.model.rebalance import MemberView
 from streaming.model.shard import GroupCoordinatorShard
@@ -48,3 +51,23 @@ def share_and_streams_shard() -> GroupCoordinatorShard:
     s.apply_heartbeat(1_700_000_003_000, {("t", 0): (50, 50, 0), ("t", 1): (45, -1, 3)})
     s.topic_names[tid] = "t"
     return s
+
+
+class ShardLog:
+    """A shard fed records one offset at a time, each stamped ``t0`` plus its offset and passed through the codec
+    (so what the shard replays is what Kafka's bytes decode to); ``group_id`` names the group ``group`` returns."""
+
+    def __init__(self, group_id: str, *, t0: int, topic_names: dict[bytes, str] | None = None) -> None:
+        self.shard = GroupCoordinatorShard(0)
+        self.shard.topic_names.update(topic_names or {})
+        self.group_id, self.t0, self.offset = group_id, t0, 0
+
+    def add(self, *records: CoordinatorRecord) -> list[ev.Event]:
+        for rec in records:
+            self.shard.replay(self.offset, self.t0 + self.offset, decode_record(*encode_record(rec)))
+            self.offset += 1
+        return self.shard.drain_events()
+
+    @property
+    def group(self):
+        return self.shard.groups[self.group_id]

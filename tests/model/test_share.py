@@ -5,7 +5,6 @@ member tombstones enforced."""
 from __future__ import annotations
 
 from protocol import CoordinatorRecord, RecordType, Uuid
-from protocol.codec import decode_record, encode_record
 from protocol.records import (
     GroupKey,
     GroupMemberKey,
@@ -17,7 +16,7 @@ from protocol.records import (
     TopicIdPartitions,
 )
 from streaming.model import events as ev
-from streaming.model.shard import GroupCoordinatorShard
+from tests.model.synthetic_shard import ShardLog
 from streaming.model.share import ShareGroup
 
 T0 = 1_800_000_000_000
@@ -57,30 +56,13 @@ def current(mid: str, n: int, parts: list[int] | None) -> CoordinatorRecord:
                              -1 if v is None else 0)
 
 
-class Log:
-    def __init__(self) -> None:
-        self.shard = GroupCoordinatorShard(0)
-        self.shard.topic_names[bytes(TID)] = "t"
-        self.offset = 0
-
-    def add(self, *records: CoordinatorRecord) -> list[ev.Event]:
-        for rec in records:
-            self.shard.replay(self.offset, T0 + self.offset, decode_record(*encode_record(rec)))
-            self.offset += 1
-        return self.shard.drain_events()
-
-    @property
-    def group(self) -> ShareGroup:
-        return self.shard.groups["s"]
-
-
 def two_members(log: Log) -> list[ev.Event]:
     return log.add(member("a"), member("b"), epoch(1), target("a", [0, 1]), target("b", [0, 1]), target_epoch(1),
                    current("a", 1, [0, 1]), current("b", 1, [0, 1]))
 
 
 def test_members_make_it_stable_and_share_their_partitions():
-    log = Log()
+    log = ShardLog("s", topic_names={bytes(TID): "t"}, t0=T0)
     out = two_members(log)
     assert log.group.state_name == "STABLE"
     assert [e.member_id for e in out if isinstance(e, ev.MemberJoined)] == ["a", "b"]
@@ -92,7 +74,7 @@ def test_members_make_it_stable_and_share_their_partitions():
 
 
 def test_every_epoch_after_the_first_is_a_rebalance_of_unknown_cause():
-    log = Log()
+    log = ShardLog("s", topic_names={bytes(TID): "t"}, t0=T0)
     two_members(log)
     out = log.add(epoch(2))
     (rebalance,) = [e for e in out if isinstance(e, ev.Rebalance)]
@@ -103,7 +85,7 @@ def test_every_epoch_after_the_first_is_a_rebalance_of_unknown_cause():
 
 
 def test_a_member_leaves_in_kafkas_order_and_the_group_empties():
-    log = Log()
+    log = ShardLog("s", topic_names={bytes(TID): "t"}, t0=T0)
     log.add(member("a"), epoch(1), target("a", [0]), target_epoch(1), current("a", 1, [0]))
     out = log.add(current("a", 1, None), target("a", None), member("a", value=False))
     assert [e.kind for e in out] == ["MemberLeft", "GroupStateChanged"]
@@ -112,14 +94,14 @@ def test_a_member_leaves_in_kafkas_order_and_the_group_empties():
 
 def test_a_member_tombstone_before_its_current_assignment_tombstone_is_an_anomaly():
     """Kafka writes the current-assignment tombstone first; the other order is refused, not applied."""
-    log = Log()
+    log = ShardLog("s", topic_names={bytes(TID): "t"}, t0=T0)
     log.add(member("a"), epoch(1), target("a", [0]), target_epoch(1), current("a", 1, [0]))
     out = log.add(member("a", value=False))
     assert [e.kind for e in out] == ["Anomaly"] and "a" in log.group.members
 
 
 def test_a_member_still_in_the_target_cannot_be_removed():
-    log = Log()
+    log = ShardLog("s", topic_names={bytes(TID): "t"}, t0=T0)
     log.add(member("a"), epoch(1), target("a", [0]), target_epoch(1), current("a", 1, [0]))
     out = log.add(current("a", 1, None), member("a", value=False))
     (anomaly,) = out
@@ -127,6 +109,6 @@ def test_a_member_still_in_the_target_cannot_be_removed():
 
 
 def test_state_round_trip():
-    log = Log()
+    log = ShardLog("s", topic_names={bytes(TID): "t"}, t0=T0)
     two_members(log)
     assert ShareGroup.from_state(log.group.to_state()) == log.group

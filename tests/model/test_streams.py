@@ -5,7 +5,6 @@ members' tasks turned into the topic partitions their subtopologies read, and st
 from __future__ import annotations
 
 from protocol import CoordinatorRecord, RecordType
-from protocol.codec import decode_record, encode_record
 from protocol.records import (
     EpochedTaskIds,
     GroupKey,
@@ -20,8 +19,7 @@ from protocol.records import (
     Subtopology,
     TaskIds,
 )
-from streaming.model import events as ev
-from streaming.model.shard import GroupCoordinatorShard
+from tests.model.synthetic_shard import ShardLog
 from streaming.model.streams import StreamsGroup
 
 T0 = 1_800_000_000_000
@@ -69,24 +67,8 @@ def current(mid: str, n: int, tasks: dict[str, list[int]], state: int = 1) -> Co
     return CoordinatorRecord(T.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, key(mid), value, 0)
 
 
-class Log:
-    def __init__(self) -> None:
-        self.shard = GroupCoordinatorShard(0)
-        self.offset = 0
-
-    def add(self, *records: CoordinatorRecord) -> list[ev.Event]:
-        for rec in records:
-            self.shard.replay(self.offset, T0 + self.offset, decode_record(*encode_record(rec)))
-            self.offset += 1
-        return self.shard.drain_events()
-
-    @property
-    def group(self) -> StreamsGroup:
-        return self.shard.groups["app"]
-
-
 def test_not_ready_until_the_topology_is_known_then_the_usual_states():
-    log = Log()
+    log = ShardLog("app", t0=T0)
     log.add(member("a"), epoch(1))
     assert log.group.state_name == "NOT_READY"
     log.add(topology())
@@ -98,7 +80,7 @@ def test_not_ready_until_the_topology_is_known_then_the_usual_states():
 
 
 def test_streams_stable_is_code_1_so_code_0_keeps_it_reconciling():
-    log = Log()
+    log = ShardLog("app", t0=T0)
     log.add(member("a"), topology(), epoch(1), target("a", {"0": [0]}), target_epoch(1), current("a", 1, {"0": [0]},
                                                                                                  state=0))
     assert log.group.state_name == "RECONCILING"
@@ -107,7 +89,7 @@ def test_streams_stable_is_code_1_so_code_0_keeps_it_reconciling():
 
 
 def test_tasks_become_the_topic_partitions_their_subtopologies_read():
-    log = Log()
+    log = ShardLog("app", t0=T0)
     log.add(member("a", instance="i-a"), topology(), epoch(1), target("a", {"0": [2], "1": [0, 3]}), target_epoch(1),
             current("a", 1, {"0": [2], "1": [0]}))
     (snap,) = log.group.member_snapshots({})
@@ -123,13 +105,13 @@ def test_a_task_of_an_unknown_subtopology_reads_nothing_known():
 
 
 def test_topology_tombstone_makes_a_group_with_members_not_ready_again():
-    log = Log()
+    log = ShardLog("app", t0=T0)
     log.add(member("a"), topology(), epoch(1), target("a", {"0": [0]}), target_epoch(1), current("a", 1, {"0": [0]}))
     log.add(CoordinatorRecord(T.STREAMS_GROUP_TOPOLOGY, GROUP, None, -1))
     assert log.group.state_name == "NOT_READY" and log.group.sources == {}
 
 
 def test_state_round_trip():
-    log = Log()
+    log = ShardLog("app", t0=T0)
     log.add(member("a"), topology(), epoch(1), target("a", {"1": [1]}), target_epoch(1), current("a", 1, {"1": [1]}))
     assert StreamsGroup.from_state(log.group.to_state()) == log.group

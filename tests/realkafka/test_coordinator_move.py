@@ -63,7 +63,7 @@ from tests.realkafka.broker import CLUSTER_SETTINGS, BrokerFailed, KafkaCluster
 from tests.realkafka.clients import wait_until
 from tests.realkafka.outage_recorder import ClientLog, Consumer, Member, topic_of
 from tests.realkafka.test_kill_job import alive, free_port, is_offset_commit, kill_tree, start_job, write_job_config
-from tests.realkafka.test_outages import STOP_CODES, Probe, table
+from tests.realkafka.test_outages import Probe, stops_and_stalls, table
 from tests.spark.harness import HEARTBEAT, read_committed
 
 OFFSETS = "__consumer_offsets"
@@ -332,13 +332,8 @@ def test_a_coordinator_moving_between_brokers_is_no_group_incident(cluster, tmp_
     print(f"KafkaUnavailable events: {unavailable}")
 
     # No partition of theirs STOP or STALL once the job was ready.
-    bad_events = [(r["group_id"], r["topic"], r["partition"], r["new"], r["event_time"]) for r in events
-                  if r["kind"] == "StatusChanged" and r["group_id"] in GROUPS
-                  and r["new"] in STOP_CODES.values() and r["event_time"].timestamp() >= first_ready.t]
+    bad_events, bad_lag = stops_and_stalls(events, lag, GROUPS, since=first_ready.t)
     assert not bad_events, bad_events
-    bad_lag = [(r["group_id"], r["partition"], r["status"], r["status_reason"]) for r in lag
-               if r["group_id"] in GROUPS and r["status"] in STOP_CODES.values()
-               and r["snapshot_time"].timestamp() >= first_ready.t]
     assert not bad_lag, bad_lag[:10]
     bad_seen = [(round(s.t - incidents[0]["from_ms"] / 1000, 1), s.bad_partitions) for s in samples
                 if s.bad_partitions and s.t >= first_ready.t]

@@ -127,6 +127,18 @@ class Probe:
         self._thread.join(10)
 
 
+def stops_and_stalls(events: list[dict], lag: list[dict], groups, *, since: float) -> tuple[list, list]:
+    """The STOP or STALL statuses of ``groups`` from ``since`` (epoch seconds) on: the ``group_events`` rows that
+    changed a partition to one, and the ``lag`` table's rows that show one."""
+    changed = [(r["group_id"], r["topic"], r["partition"], r["new"], r["event_time"]) for r in events
+               if r["kind"] == "StatusChanged" and r["group_id"] in groups
+               and r["new"] in STOP_CODES.values() and r["event_time"].timestamp() >= since]
+    shown = [(r["group_id"], r["partition"], r["status"], r["status_reason"]) for r in lag
+             if r["group_id"] in groups and r["status"] in STOP_CODES.values()
+             and r["snapshot_time"].timestamp() >= since]
+    return changed, shown
+
+
 def table(delta: Path, name: str) -> list[dict]:
     path = delta / name
     return DeltaTable(str(path)).to_pyarrow_table().to_pylist() if (path / "_delta_log").is_dir() else []
@@ -248,13 +260,8 @@ def test_a_broker_stopped_past_the_session_timeout_is_one_cluster_event(own_kafk
     assert seen_s - HEARTBEAT_S <= detail["seconds"] <= seen_s + 2 * HEARTBEAT_S + 1.0, (seen_s, detail)
 
     # No healthy partition STOP or STALL once the job was ready: not in the events, the lag table or /metrics.
-    bad_events = [(r["group_id"], r["topic"], r["partition"], r["new"], r["event_time"]) for r in events
-                  if r["kind"] == "StatusChanged" and r["group_id"] in HEALTHY_GROUPS
-                  and r["new"] in STOP_CODES.values() and r["event_time"].timestamp() >= first_ready.t]
+    bad_events, bad_lag = stops_and_stalls(events, lag, HEALTHY_GROUPS, since=first_ready.t)
     assert not bad_events, bad_events
-    bad_lag = [(r["group_id"], r["partition"], r["status"], r["status_reason"]) for r in lag
-               if r["group_id"] in HEALTHY_GROUPS and r["status"] in STOP_CODES.values()
-               and r["snapshot_time"].timestamp() >= first_ready.t]
     assert not bad_lag, bad_lag[:10]
     bad_seen = [(round(s.t - back_s, 1), s.bad_partitions) for s in samples if s.bad_partitions]
     assert not bad_seen, bad_seen[:10]
