@@ -1,12 +1,18 @@
 """Commit-to-metric latency of the running job at a 1 s trigger.
 
-A librdkafka mock cluster and the real job (heartbeat emitter, Spark, Delta, metrics endpoint with per-partition
-series) run; every second a new offset commit of a probe group is produced to ``__consumer_offsets``, and the
-metrics endpoint is polled until both the group series (``kafka_consumergroup_last_commit_timestamp_seconds``) and
-the committed partition's series (``kafka_consumergroup_current_offset{topic="events",partition="0"}``) show it.
-Prints p50/p99/max of each. Usage::
+A broker and the real job (heartbeat emitter, Spark, Delta, metrics endpoint with per-partition series) run; every
+second each of ``--groups`` background groups commits one partition and a probe group commits a new offset, all
+produced to ``__consumer_offsets``, and the metrics endpoint is polled until both the probe's group series
+(``kafka_consumergroup_last_commit_timestamp_seconds``) and its partition's series
+(``kafka_consumergroup_current_offset{topic="bench-events",partition="0"}``) show it. Prints p50/p99/max of each,
+and the job's batch times over the sampling.
 
-    python benchmarks/bench_latency.py [--samples 60]
+The broker is a real Apache Kafka broker by default (one KRaft node from ``tests/realkafka``, started and stopped by
+the script, as ``bench_catchup.py`` does; the commits are produced under the client id ``__admin_client``, which
+Kafka lets write to its internal topics); ``--kafka mock`` uses librdkafka's mock cluster in this process. Usage::
+
+    python benchmarks/bench_latency.py [--samples 60] [--groups 10000]
+    python benchmarks/bench_latency.py --kafka mock
 """
 
 from __future__ import annotations
@@ -31,22 +37,34 @@ from protocol import partition_for  # noqa: E402
 from protocol.builders import new_offset_commit  # noqa: E402
 from protocol.codec import encode_record  # noqa: E402
 from streaming.config import load_settings  # noqa: E402
-from streaming.kafka.mock_cluster import MockCluster  # noqa: E402
 from streaming.driver.runner import GroupscopeJob  # noqa: E402
+
+from bench_catchup import OFFSETS_TOPIC, newest_cached_kafka, open_broker  # noqa: E402
+
+EVENTS = "bench-events"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=60)
     ap.add_argument("--groups", type=int, default=200, help="background groups committing every second")
+    ap.add_argument("--kafka", choices=("real", "mock"), default="real",
+                    help="a real Kafka broker started by the script (default) or librdkafka's mock cluster")
+    ap.add_argument("--kafka-version", help="the Kafka version to start (default: the newest cached)")
+    ap.add_argument("--broker-heap", default="1g", help="the started broker's JVM heap")
+    ap.add_argument("--scrape-interval", type=float, default=0.05,
+                    help="seconds between scrapes of /metrics while a commit is awaited (a scrape of every group's "
+                         "series takes longer with more groups, and the driver renders it: use 1 at 10,000 groups)")
+    ap.add_argument("--warm-up", type=float, default=20.0, help="seconds of commits before sampling starts")
     args = ap.parse_args()
+    args.bootstrap, args.partitions, args.offsets_partitions = None, 10, 50
+    if args.kafka == "real" and not args.kafka_version:
+        args.kafka_version = newest_cached_kafka()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    with MockCluster(1) as mc, tempfile.TemporaryDirectory() as tmp:
-        mc.create_topic("__consumer_offsets", 50)
-        mc.create_topic("groupscope-heartbeat", 1)
-        mc.create_topic("events", 10)
+    with tempfile.TemporaryDirectory() as tmp, open_broker(args, Path(tmp)) as broker:
+        print(f"broker: {broker.description}")
         settings = load_settings(None, {
-            "cluster": "latency", "kafka": {"bootstrap.servers": mc.bootstrap_servers},
+            "cluster": "latency", "kafka": {"bootstrap.servers": broker.bootstrap},
             "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": 1.0, "shuffle_partitions": 2},
             "delta": {"path": f"{tmp}/delta"}, "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": True},
             "heartbeat": {"interval_seconds": 5.0},
@@ -57,28 +75,48 @@ def main() -> None:
 
         threading.Thread(target=job.run, daemon=True).start()
         url = f"http://127.0.0.1:{job.metrics.port}/metrics"
-        p = Producer({"bootstrap.servers": mc.bootstrap_servers, "linger.ms": 0, "log_level": 3})
+        producer = {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "log_level": 3}
+        if not broker.mock:
+            producer["client.id"] = "__admin_client"  # Kafka accepts produce requests to its internal topics from it
+        p = Producer(producer)
         pattern = re.compile(r'kafka_consumergroup_last_commit_timestamp_seconds\{cluster="latency",group="probe"\} '
                              r"([0-9.e+]+)")
         # prometheus_client writes labels in its own order: match the set, not a sequence
         partition_pattern = re.compile(r'^kafka_consumergroup_current_offset\{(?=[^}]*group="probe")'
-                                       r'(?=[^}]*topic="events")(?=[^}]*partition="0")[^}]*\} ([0-9.e+]+)$', re.M)
-        latencies, partition_latencies = [], []
-        time.sleep(8)  # warm-up: Spark session, first batches
-        for i in range(args.samples):
+                                       r'(?=[^}]*topic="bench-events")(?=[^}]*partition="0")[^}]*\} ([0-9.e+]+)$', re.M)
+        latencies, partition_latencies, scrapes = [], [], []
+        background = [(f"bg-{g}", partition_for(f"bg-{g}", 50)) for g in range(args.groups)]
+
+        def commit_round(i: int) -> int:
             now_ms = int(time.time() * 1000)
-            for g in range(args.groups):
-                group = f"bg-{g}"
-                k, v = encode_record(new_offset_commit(group, "events", g % 10, i, commit_timestamp=now_ms))
-                p.produce("__consumer_offsets", key=k, value=v, partition=partition_for(group, 50))
-            k, v = encode_record(new_offset_commit("probe", "events", 0, i, commit_timestamp=now_ms))
-            p.produce("__consumer_offsets", key=k, value=v, partition=partition_for("probe", 50))
+            for g, (group, partition) in enumerate(background):
+                k, v = encode_record(new_offset_commit(group, EVENTS, g % 10, i, commit_timestamp=now_ms))
+                p.produce(OFFSETS_TOPIC, key=k, value=v, partition=partition)
+                if g % 10_000 == 9_999:
+                    p.poll(0)
+            k, v = encode_record(new_offset_commit("probe", EVENTS, 0, i, commit_timestamp=now_ms))
+            p.produce(OFFSETS_TOPIC, key=k, value=v, partition=partition_for("probe", 50))
             p.flush(10)
+            return now_ms
+
+        warm_until = time.time() + args.warm_up  # Spark session, first batches, every group known
+        i = 0
+        while time.time() < warm_until:
+            started = time.time()
+            commit_round(i)
+            i += 1
+            time.sleep(max(0.0, 1.0 - (time.time() - started)))
+        batches_before = job.status.batches
+        sampling_started = time.time()
+        for i in range(i, i + args.samples):
+            now_ms = commit_round(i)
             sent = time.time()
             group_seen = partition_seen = None
             while time.time() - sent < 30 and (group_seen is None or partition_seen is None):
-                with urllib.request.urlopen(url, timeout=10) as resp:
+                asked = time.time()
+                with urllib.request.urlopen(url, timeout=30) as resp:
                     text = resp.read().decode()
+                scrapes.append(time.time() - asked)
                 now = time.time()
                 m = pattern.search(text)
                 if group_seen is None and m and abs(float(m.group(1)) * 1000 - now_ms) < 1:
@@ -86,15 +124,21 @@ def main() -> None:
                 m = partition_pattern.search(text)
                 if partition_seen is None and m and float(m.group(1)) == i:
                     partition_seen = now - sent
-                time.sleep(0.05)
+                time.sleep(args.scrape_interval)
             if group_seen is not None:
                 latencies.append(group_seen)
             if partition_seen is not None:
                 partition_latencies.append(partition_seen)
             time.sleep(max(0.0, 1.0 - (time.time() - sent)))
+        batches = job.status.batches - batches_before
+        sampled_s = time.time() - sampling_started
         job.request_stop()
         job.stop()
-    print(f"commit-to-metric latency, {args.groups} background groups committing every second:")
+    print(f"commit-to-metric latency, {args.groups} background groups committing every second "
+          f"({args.groups + 1:,} commits/s); {batches} batches in {sampled_s:.0f} s of sampling "
+          f"({sampled_s / max(batches, 1):.2f} s a batch); load average {os.getloadavg()[0]:.1f}; a scrape of "
+          f"/metrics every {args.scrape_interval} s took {statistics.median(scrapes or [0]):.2f} s (median), "
+          f"{max(scrapes or [0]):.2f} s at most:")
     for what, values in (("group series (last_commit_timestamp_seconds)", latencies),
                          ("partition series (current_offset)", partition_latencies)):
         values.sort()
