@@ -178,3 +178,17 @@ def keep():
     handler = Keep()
     logger.addHandler(handler)
     return logger, handler
+
+
+@pytest.fixture(scope="session")
+def segment_dirs(captures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Segment files rebuilt from the Kafka 4.0 captures, one directory per scenario, for the tests of what reads
+    segments (``decode``, ``describe``, the progress lines); built once per run."""
+    from tests.protocol.conformance import rebuild_segments, scenarios
+
+    out = {}
+    for scenario in scenarios(captures):
+        directory = tmp_path_factory.mktemp(scenario.name)
+        rebuild_segments(captures, scenario.name, directory)
+        out[scenario.name] = directory
+    return out
