@@ -61,7 +61,7 @@ class GroupscopeCollector:
         self.partition_metrics = partition_metrics
         self.metrics = exported(compat)
         self.clock = clock
-        self._version = _version()
+        self.version = _version()
         self.clusters: dict[str, tuple[MetricsState, KafkaUp]] = {}
         self.add_cluster(cluster, state, kafka_up)
 
@@ -83,20 +83,25 @@ class GroupscopeCollector:
     def cluster(self) -> str:
         return next(iter(self.clusters))
 
-    def _specs(self) -> list[MetricSpec]:
+    def specs(self) -> list[MetricSpec]:
+        """The metrics this collector exports, in exposition order."""
         return [s for s in self.metrics if s.scope != "partition" or self.partition_metrics]
+
+    def scrapes(self) -> list[Scrape]:
+        """What one scrape reads of each cluster, all at one clock reading."""
+        now = self.clock()
+        return [Scrape(cluster, state.view(), now, self.version, kafka.up(), kafka.silence())
+                for cluster, (state, kafka) in self.clusters.items()]
 
     def describe(self) -> Iterator[Metric]:
         """The families without samples, so registering never runs a full collect."""
-        for spec in self._specs():
+        for spec in self.specs():
             yield _family(spec)
 
     def collect(self) -> Iterator[Metric]:
-        specs = self._specs()
+        specs = self.specs()
         families = [_family(s) for s in specs]
-        now = self.clock()
-        for cluster, (state, kafka) in self.clusters.items():
-            scrape = Scrape(cluster, state.view(), now, self._version, kafka.up(), kafka.silence())
+        for scrape in self.scrapes():
             for spec, family in zip(specs, families):
                 for labels, value in spec.samples(scrape):
                     if value is not None:

@@ -13,9 +13,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from streaming.sinks.collector import GroupscopeCollector, KafkaUp
+from streaming.sinks.exposition import Format
 from streaming.sinks.http_server import BackgroundHttpServer
+from streaming.sinks.metrics_page import MetricsPage, page_format
 from streaming.sinks.monitor_health import ReadinessPolicy
 from streaming.sinks.state_store import MetricsState
 
@@ -56,11 +59,17 @@ class MetricsServer(BackgroundHttpServer):
         self.collector = GroupscopeCollector(state, cluster=cluster, partition_metrics=partition_metrics,
                                              clock=clock, kafka_up=self._kafka(cluster, kafka_up), compat=compat)
         self.registry.register(self.collector)
+        self._process: CollectorRegistry | None = None
         if process_metrics:
             from prometheus_client import ProcessCollector
 
-            ProcessCollector(registry=self.registry)  # process_* of the driver (memory, CPU, open files)
+            process = ProcessCollector(registry=None)  # process_* of the driver (memory, CPU, open files)
+            self.registry.register(process)
+            self._process = CollectorRegistry()
+            self._process.register(process)
+        # What a scrape with a name filter (``name[]``) or a format the page does not write gets.
         self._metrics_app = make_wsgi_app(self.registry)
+        self._pages: dict[Format, MetricsPage] = {}
 
     @property
     def state(self) -> MetricsState:
@@ -128,7 +137,7 @@ class MetricsServer(BackgroundHttpServer):
     def _app(self, environ: dict[str, Any], start_response: Callable) -> list[bytes]:
         path = environ.get("PATH_INFO") or "/"
         if path == "/metrics":
-            return self._metrics_app(environ, start_response)
+            return self._metrics(environ, start_response)
         if path == "/ready":
             cluster = (parse_qs(environ.get("QUERY_STRING") or "").get("cluster") or [None])[0]
             if cluster is not None and cluster not in self.collector.clusters:
@@ -143,6 +152,28 @@ class MetricsServer(BackgroundHttpServer):
         if path == "/":
             return _text(start_response, "200 OK", "groupscope: /metrics /ready /healthz\n")
         return _text(start_response, "404 Not Found", "not found: try /metrics, /ready or /healthz\n")
+
+
+    def _metrics(self, environ: dict[str, Any], start_response: Callable) -> list[bytes]:
+        """The page, in the format the scraper asked for, gzipped if it accepts that (as prometheus_client's own
+        application negotiates both); a name filter or a format the page does not write goes to the library."""
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT") or "")
+        fmt = page_format(encoder)
+        if fmt is None or environ.get("REQUEST_METHOD", "GET") != "GET" or "name[]" in parse_qs(
+                environ.get("QUERY_STRING") or ""):
+            return self._metrics_app(environ, start_response)
+        page = self._page(fmt).render(gzip=gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING") or ""))
+        headers = [("Content-Type", content_type)]
+        if page.gzipped:
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [page.body]
+
+    def _page(self, fmt: Format) -> MetricsPage:
+        page = self._pages.get(fmt)
+        if page is None:
+            page = self._pages.setdefault(fmt, MetricsPage(self.collector, fmt, self._process))
+        return page
 
 
 def _text(start_response: Callable, status: str, body: str) -> list[bytes]:

@@ -39,6 +39,7 @@ class StateView:
     health: MonitorHealth
     anomalies: int
     activity: Mapping[str, GroupActivity] = field(default_factory=dict)
+    version: int = 0  # counts the batches applied: equal versions, equal groups and partitions
 
     def group_partitions(self, group: str) -> list[tuple[str, int, PartitionView]]:
         """The group's partitions with a committed offset, by topic then partition."""
@@ -86,6 +87,7 @@ class MetricsState:
         self._health = MonitorHealth()
         self._anomalies = 0
         self._last_batch_id: int | None = None
+        self._version = 0
 
     def apply_batch(self, group_rows: Iterable[Mapping[str, Any]] = (),
                     partition_rows: Iterable[Mapping[str, Any]] | None = None,
@@ -102,6 +104,7 @@ class MetricsState:
     def apply(self, batch: BatchView, health: MonitorHealth | None = None, *, batch_id: int | None = None) -> None:
         """Applies one micro-batch; then the next scrape sees it."""
         with self._lock:
+            self._version += 1
             count_events = batch_id is None or self._last_batch_id is None or batch_id > self._last_batch_id
             if batch_id is not None and count_events:
                 self._last_batch_id = batch_id
@@ -144,7 +147,7 @@ class MetricsState:
         """A consistent copy for one scrape; building families then needs no lock."""
         with self._lock:
             return StateView(dict(self._groups), dict(self._partitions), self._health, self._anomalies,
-                             dict(self._activity))
+                             dict(self._activity), self._version)
 
     # ---- internals ------------------------------------------------------------------------------------------
 

@@ -3,12 +3,14 @@ clusters behind one endpoint, a port checked before binding, and a stop that rea
 
 from __future__ import annotations
 
+import gzip
 import socket
 import urllib.error
 import urllib.request
 
 import pytest
 from prometheus_client import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.job.step import StepHealth
@@ -16,13 +18,15 @@ from streaming.sinks.metrics_server import MetricsServer
 from streaming.sinks.monitor_health import MonitorHealth, OffsetsPartitionHealth
 from streaming.sinks.state_store import MetricsState
 from tests.dashboards.promtools import require, run
-from tests.sinks.scrape import full_state, get, group_row, monitor_samples
+from tests.sinks.scrape import NOW, full_state, get, group_row, monitor_samples
 
 
 def test_promtool_lints_the_exposition():
     promtool = require("promtool")
-    server = MetricsServer(full_state(), cluster="c1", partition_metrics=True)
-    out = run([promtool, "check", "metrics"], input=generate_latest(server.registry), text=False)
+    with MetricsServer(full_state(), cluster="c1", host="127.0.0.1", port=0, partition_metrics=True) as server:
+        status, _, body = _fetch(server)  # the page as served, in the 0.0.4 format promtool reads
+    assert status == 200
+    out = run([promtool, "check", "metrics"], input=body, text=False)
     assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), out
 
 
@@ -150,3 +154,37 @@ def test_several_clusters_one_endpoint_ready_per_cluster_and_for_all():
         assert up == {"east": 1.0, "west": 0.0}
         with pytest.raises(ValueError):
             server.add_cluster("west", MetricsState())
+
+
+def _fetch(server: MetricsServer, path: str = "/metrics", method: str = "GET", **headers: str):
+    request = urllib.request.Request(server.url + path, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def test_metrics_negotiates_format_and_gzip_as_a_prometheus_server_asks():
+    """Prometheus asks for OpenMetrics and gzip; curl asks for neither. Each gets the registry's own rendering."""
+    with MetricsServer(full_state(), cluster="c1", host="127.0.0.1", port=0, process_metrics=False,
+                       clock=lambda: NOW) as server:
+        status, headers, body = _fetch(server)
+        assert status == 200 and headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+        assert "Content-Encoding" not in headers and body == generate_latest(server.registry)
+        accept = ("application/openmetrics-text;version=1.0.0;escaping=allow-utf-8,"
+                  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+        status, headers, body = _fetch(server, Accept=accept, **{"Accept-Encoding": "gzip"})
+        assert status == 200 and headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        assert headers["Content-Encoding"] == "gzip"
+        assert gzip.decompress(body) == openmetrics_latest(server.registry)
+
+
+def test_metrics_name_filter_and_other_methods_answer_as_the_library_does():
+    with MetricsServer(full_state(), cluster="c1", host="127.0.0.1", port=0, process_metrics=False,
+                       clock=lambda: NOW) as server:
+        status, _, body = _fetch(server, "/metrics?name[]=kafka_consumergroup_members")
+        families = [f.name for f in text_string_to_metric_families(body.decode())]
+        assert status == 200 and families == ["kafka_consumergroup_members"]
+        status, headers, _ = _fetch(server, method="POST")
+        assert status == 405 and headers["Allow"] == "OPTIONS,GET"

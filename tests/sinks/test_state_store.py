@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from streaming.sinks.monitor_health import MonitorHealth
 from streaming.sinks.state_store import MetricsState
 from tests.sinks.replay_rows import ScenarioReplay
 from tests.sinks.scrape import (PARTITION_METRICS, event, g1_partitions, group_row, names_for_group, partition_row,
@@ -188,3 +189,16 @@ def test_a_rerun_batch_does_not_count_its_anomalies_twice():
     assert value(scrape(state), "groupscope_model_anomalies_total") == 1
     state.apply_batch(**batch, batch_id=8)
     assert value(scrape(state), "groupscope_model_anomalies_total") == 2
+
+
+def test_the_view_version_counts_applied_batches_and_nothing_else():
+    """``/metrics`` keeps the state's series while the version is unchanged: every apply must change it, a
+    health update (read on every scrape anyway) need not."""
+    state = MetricsState()
+    assert state.view().version == 0
+    state.apply_batch([])
+    state.apply_batch([group_row("g1")], batch_id=7)
+    state.apply_batch([group_row("g1")], batch_id=7)  # a re-run batch changes the groups it carries too
+    assert state.view().version == 3
+    state.set_health(MonitorHealth())
+    assert state.view().version == 3

@@ -1,0 +1,126 @@
+"""The ``/metrics`` page, rendered once per batch and served to every scrape in between.
+
+A group's and a partition's series change only when a batch applies (they are figures of the state), so their text
+is rendered on the first scrape after a batch and kept, per cluster and format, until the cluster's state changes.
+The job's own series (``groupscope_*``: ages, Kafka reachability) and the process' are rendered on every scrape:
+they are a few dozen lines. At 10,000 groups the page is ~900,000 lines; rendering it for every scrape made the
+scrapes themselves the latency between a commit and its series, and took the driver's core from the batches.
+
+A gzip scrape is served from the kept part compressed once (a raw deflate stream ended by a sync flush, so the
+per-scrape tail can be appended as its own deflate blocks) and a gzip header and trailer written here, because
+recompressing the whole page on every scrape costs more than rendering it.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+from prometheus_client import generate_latest as text_latest
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
+
+from streaming.sinks.collector import GroupscopeCollector
+from streaming.sinks.exposition import OPENMETRICS, TEXT, Format, MetricWriter
+from streaming.sinks.metric_catalogue import Scrape
+
+__all__ = ["MetricsPage", "Page", "page_format"]
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, no mtime, unknown OS
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The state-derived part of the page for one set of cluster state versions."""
+
+    versions: tuple[int, ...]
+    body: bytes
+    deflated: bytes | None = None  # raw deflate of ``body``, sync-flushed (made on the first gzip scrape)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One scrape's body, gzip-compressed when asked for."""
+
+    body: bytes
+    gzipped: bool
+
+
+class MetricsPage:
+    """Renders the collector's clusters in one format. ``process`` holds the collectors rendered on every scrape
+    by prometheus_client (the process' own ``process_*`` series); None for none."""
+
+    def __init__(self, collector: GroupscopeCollector, fmt: Format,
+                 process: CollectorRegistry | None = None, *, gzip_level: int = 6) -> None:
+        self.collector = collector
+        self.fmt = fmt
+        self.process = process
+        self.gzip_level = gzip_level
+        specs = collector.specs()
+        self._kept_writers = [MetricWriter(s) for s in specs if s.scope != "monitor"]
+        self._each_scrape = [MetricWriter(s) for s in specs if s.scope == "monitor"]
+        self._lock = threading.Lock()  # one render per batch, however many scrapes arrive at once
+        self._kept: _Kept | None = None
+
+    def render(self, *, gzip: bool = False) -> Page:
+        """The page as of now: the kept part (rendered again if any cluster's state changed) and this scrape's."""
+        scrapes = self.collector.scrapes()
+        kept = self._kept_for(scrapes, deflate=gzip)
+        tail = self._each_scrape_part(scrapes).encode()
+        if not gzip:
+            return Page(kept.body + tail, False)
+        assert kept.deflated is not None
+        crc = zlib.crc32(tail, zlib.crc32(kept.body))
+        end = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        tail_deflated = end.compress(tail) + end.flush(zlib.Z_FINISH)
+        size = (len(kept.body) + len(tail)) & 0xFFFFFFFF
+        return Page(b"".join((_GZIP_HEADER, kept.deflated, tail_deflated, struct.pack("<II", crc, size))), True)
+
+    def _kept_for(self, scrapes: list[Scrape], *, deflate: bool) -> _Kept:
+        versions = tuple(s.view.version for s in scrapes)
+        with self._lock:
+            kept = self._kept
+            if kept is None or kept.versions != versions:
+                kept = _Kept(versions, self._state_part(scrapes).encode())
+            if deflate and kept.deflated is None:
+                start = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
+                kept = _Kept(versions, kept.body, start.compress(kept.body) + start.flush(zlib.Z_SYNC_FLUSH))
+            self._kept = kept
+            return kept
+
+    def _state_part(self, scrapes: list[Scrape]) -> str:
+        return self._families(self._kept_writers, scrapes)
+
+    def _each_scrape_part(self, scrapes: list[Scrape]) -> str:
+        text = self._families(self._each_scrape, scrapes)
+        if self.process is not None:
+            text += self._process_text()
+        return text + self.fmt.end
+
+    def _families(self, writers: list[MetricWriter], scrapes: list[Scrape]) -> str:
+        fmt = self.fmt
+        return "".join(w.header(fmt) + "".join(w.lines(w.spec.samples(s)) for s in scrapes) for w in writers)
+
+    def _process_text(self) -> str:
+        if self.fmt is OPENMETRICS:
+            text = openmetrics_latest(self.process).decode()
+            return text[: -len(OPENMETRICS.end)] if text.endswith(OPENMETRICS.end) else text
+        return text_latest(self.process).decode()
+
+
+def page_format(encoder: Callable) -> Format | None:
+    """The format a scrape negotiated (``prometheus_client.exposition.choose_encoder``'s encoder), if this module
+    writes it: 0.0.4 text or OpenMetrics 1.0.0, with any escaping scheme that leaves groupscope's names as they
+    are (all but ``dots``). None: let prometheus_client render it."""
+    func = getattr(encoder, "func", encoder)
+    options = getattr(encoder, "keywords", {}) or {}
+    if options.get("escaping", "underscores") == "dots":
+        return None
+    if func is text_latest:
+        return TEXT
+    if func is openmetrics_latest and options.get("version", "1.0.0") == "1.0.0":
+        return OPENMETRICS
+    return None
