@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streaming.schema.cluster_events import merge_cluster_events
 from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
@@ -111,8 +112,19 @@ class BatchSink:
 
 
 def table_rows(result: BatchResult, name: str) -> list[dict[str, Any]]:
+    """The table's rows as Python values, its times as epoch milliseconds: the read model takes either, and a
+    ``datetime`` per time cost three times the rest of a 10,000-group batch's rows together."""
     t = result.tables.get(name)
-    return [] if t is None else t.to_pylist()
+    return [] if t is None else _times_as_epoch_ms(t).to_pylist()
+
+
+def _times_as_epoch_ms(table: pa.Table) -> pa.Table:
+    columns = []
+    for f, column in zip(table.schema, table.columns):
+        if pa.types.is_timestamp(f.type):
+            column = pc.cast(pc.cast(column, pa.timestamp("ms", f.type.tz), safe=False), pa.int64())
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def partition_rows_for_metrics(result: BatchResult) -> list[dict[str, Any]]:

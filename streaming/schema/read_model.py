@@ -59,6 +59,8 @@ def epoch_ms(value: Any) -> int | None:
 def _int(value: Any) -> int | None:
     if value is None:
         return None
+    if type(value) is int:  # what Arrow gives: the common case, without the float round trip
+        return value
     f = float(value)
     return None if math.isnan(f) else int(f)
 
@@ -66,6 +68,8 @@ def _int(value: Any) -> int | None:
 def _float(value: Any) -> float | None:
     if value is None:
         return None
+    if type(value) is float:
+        return None if value != value else value  # NaN, pandas' missing value, is the only float unequal to itself
     f = float(value)
     return None if math.isnan(f) else f
 

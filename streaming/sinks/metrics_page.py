@@ -38,15 +38,22 @@ class _Kept:
 
     versions: tuple[int, ...]
     body: bytes
-    deflated: bytes | None = None  # raw deflate of ``body``, sync-flushed (made on the first gzip scrape)
+    # Made on the first gzip scrape: ``body`` as raw deflate ended by a sync flush, and the CRC-32 of ``body``.
+    deflated: bytes | None = None
+    crc: int = 0
 
 
 @dataclass(frozen=True)
 class Page:
-    """One scrape's body, gzip-compressed when asked for."""
+    """One scrape's body in parts (the kept part is not copied into a new buffer for every scrape), gzip-compressed
+    when asked for."""
 
-    body: bytes
+    parts: tuple[bytes, ...]
     gzipped: bool
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.parts)
 
 
 class MetricsPage:
@@ -71,13 +78,12 @@ class MetricsPage:
         kept = self._kept_for(scrapes, deflate=gzip)
         tail = self._each_scrape_part(scrapes).encode()
         if not gzip:
-            return Page(kept.body + tail, False)
+            return Page((kept.body, tail), False)
         assert kept.deflated is not None
-        crc = zlib.crc32(tail, zlib.crc32(kept.body))
         end = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
         tail_deflated = end.compress(tail) + end.flush(zlib.Z_FINISH)
-        size = (len(kept.body) + len(tail)) & 0xFFFFFFFF
-        return Page(b"".join((_GZIP_HEADER, kept.deflated, tail_deflated, struct.pack("<II", crc, size))), True)
+        trailer = struct.pack("<II", zlib.crc32(tail, kept.crc), (len(kept.body) + len(tail)) & 0xFFFFFFFF)
+        return Page((_GZIP_HEADER, kept.deflated, tail_deflated + trailer), True)
 
     def _kept_for(self, scrapes: list[Scrape], *, deflate: bool) -> _Kept:
         versions = tuple(s.view.version for s in scrapes)
@@ -87,7 +93,8 @@ class MetricsPage:
                 kept = _Kept(versions, self._state_part(scrapes).encode())
             if deflate and kept.deflated is None:
                 start = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
-                kept = _Kept(versions, kept.body, start.compress(kept.body) + start.flush(zlib.Z_SYNC_FLUSH))
+                kept = _Kept(versions, kept.body, start.compress(kept.body) + start.flush(zlib.Z_SYNC_FLUSH),
+                             zlib.crc32(kept.body))
             self._kept = kept
             return kept
 

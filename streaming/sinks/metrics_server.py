@@ -167,7 +167,7 @@ class MetricsServer(BackgroundHttpServer):
         if page.gzipped:
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
-        return [page.body]
+        return list(page.parts)
 
     def _page(self, fmt: Format) -> MetricsPage:
         page = self._pages.get(fmt)
