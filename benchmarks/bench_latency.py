@@ -1,17 +1,18 @@
 """Commit-to-metric latency of the running job at a 1 s trigger.
 
-A broker and the real job (heartbeat emitter, Spark, Delta, metrics endpoint with per-partition series) run; every
-second each of ``--groups`` background groups commits one partition and a probe group commits a new offset, all
-produced to ``__consumer_offsets``, and the metrics endpoint is polled until both the probe's group series
-(``kafka_consumergroup_last_commit_timestamp_seconds``) and its partition's series
-(``kafka_consumergroup_current_offset{topic="bench-events",partition="0"}``) show it. Prints p50/p99/max of each,
-and the job's batch times over the sampling.
+A broker and the real job (heartbeat emitter, Spark, Delta, metrics endpoint) run; every second each of ``--groups``
+background groups commits one partition and a probe group commits a new offset, all produced to
+``__consumer_offsets``, and ``/metrics`` is polled the way a Prometheus server asks for it (OpenMetrics, gzip) until
+the probe's group series (``kafka_consumergroup_last_commit_timestamp_seconds``) shows it, and with
+``--partition-metrics`` (the opt-in per-partition series) its partition's series too
+(``kafka_consumergroup_current_offset{topic="bench-events",partition="0"}``). Prints p50/p99/max of each, the job's
+batch times and Spark's parts of them, and the driver's share (the batch's rows into the state ``/metrics`` reads).
 
 The broker is a real Apache Kafka broker by default (one KRaft node from ``tests/realkafka``, started and stopped by
 the script, as ``bench_catchup.py`` does; the commits are produced under the client id ``__admin_client``, which
 Kafka lets write to its internal topics); ``--kafka mock`` uses librdkafka's mock cluster in this process. Usage::
 
-    python benchmarks/bench_latency.py [--samples 60] [--groups 10000]
+    python benchmarks/bench_latency.py [--samples 60] [--groups 10000] [--partition-metrics]
     python benchmarks/bench_latency.py --kafka mock
 """
 
@@ -55,6 +56,9 @@ def main() -> None:
     ap.add_argument("--broker-heap", default="1g", help="the started broker's JVM heap")
     ap.add_argument("--scrape-interval", type=float, default=0.05,
                     help="seconds between scrapes of /metrics while a commit is awaited")
+    ap.add_argument("--partition-metrics", action="store_true",
+                    help="serve the per-partition series too (metrics.partition_metrics, off by default) and time "
+                         "the probe's partition series as well")
     ap.add_argument("--warm-up", type=float, default=20.0, help="seconds of commits before sampling starts")
     args = ap.parse_args()
     args.bootstrap, args.partitions, args.offsets_partitions = None, 10, 50
@@ -66,7 +70,7 @@ def main() -> None:
         settings = load_settings(None, {
             "cluster": "latency", "kafka": {"bootstrap.servers": broker.bootstrap},
             "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": 1.0, "shuffle_partitions": 2},
-            "delta": {"path": f"{tmp}/delta"}, "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": True},
+            "delta": {"path": f"{tmp}/delta"}, "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
             "heartbeat": {"interval_seconds": 5.0},
         })
         feed_seconds: list[float] = []  # the driver's share of a batch: the batch's rows into /metrics' state
@@ -134,7 +138,7 @@ def main() -> None:
             now_ms = commit_round(i)
             sent = time.time()
             group_seen = partition_seen = None
-            while time.time() - sent < 30 and (group_seen is None or partition_seen is None):
+            while time.time() - sent < 30 and (group_seen is None or (args.partition_metrics and partition_seen is None)):
                 asked = time.time()
                 with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as resp:
                     page = resp.read()
@@ -173,7 +177,7 @@ def main() -> None:
         print(f"  the driver's /metrics state update per batch: median {statistics.median(feed_seconds):.3f} s, "
               f"max {max(feed_seconds):.3f} s")
     for what, values in (("group series (last_commit_timestamp_seconds)", latencies),
-                         ("partition series (current_offset)", partition_latencies)):
+                         ("partition series (current_offset)", partition_latencies))[:2 if args.partition_metrics else 1]:
         values.sort()
         if len(values) < 2:
             print(f"  {what}: {len(values)} of {args.samples} samples seen")

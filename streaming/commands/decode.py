@@ -21,6 +21,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable
 
+import click
+
 from protocol.batch import CorruptBatch, RecordBatch
 from protocol.codec import decode_record
 from protocol.errors import CodecError
@@ -201,3 +203,17 @@ def run_decode(paths: tuple[str, ...], fmt: str, verify_crc: bool) -> int:
     if report.problems:
         print(f"groupscope decode: {len(report.problems)} problem(s), {report.records} record(s) read", file=sys.stderr)
     return report.exit_code
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="groupscope", show_default=True,
+              help="groupscope: rich JSON; kafka: the objects kafka-dump-log.sh --offsets-decoder prints.")
+@click.option("--no-verify-crc", is_flag=True, help="Decode batches even when their CRC does not match.")
+def decode(paths: tuple[str, ...], fmt: str, no_verify_crc: bool) -> None:
+    """Decode __consumer_offsets segment files (or partition / log directories) to JSON lines.
+
+    Each line's "partition" comes from the segment's __consumer_offsets-N folder; segments outside one print lines
+    without it. Exit status: 0 all decoded, 1 some data did not decode, 2 a path is missing or holds no segments.
+    """
+    sys.exit(run_decode(paths, fmt, not no_verify_crc))

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import click
+
 from streaming.model.describe import describe, render_text, render_what_if
 from streaming.offline.segment_replay import replay_segments
 from streaming.offline.segments import SegmentPathError, segments_size
@@ -110,3 +112,20 @@ def _what_if(model, group_id: str, ends: dict | None, segments: str, as_json: bo
     doc = what_if_document(shard, group_id, ends)
     print(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) if as_json else render_what_if(doc))
     return 0
+
+
+@click.command("describe")
+@click.option("--segments", required=True, metavar="DIR",
+              help="A __consumer_offsets-N directory, a broker log directory, or one segment file.")
+@click.option("--until", metavar="OFFSETS.json",
+              help='Stop each partition at an exclusive offset: {"<partition>": <offset>, ...}.')
+@click.option("--end-offsets", metavar="FILE", help='Log-end offsets for lag: {"topic:partition": <offset>, ...}, or '
+              "a recording's end_offsets.jsonl (its last sample).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object {\"groups\": {...}} instead of tables.")
+@click.option("--what-if", "what_if", metavar="GROUP",
+              help="Instead: what the range, roundrobin, sticky and cooperative-sticky assignors would give GROUP's "
+                   "members now, and how many partitions each would move.")
+def describe_command(segments: str, until: str | None, end_offsets: str | None, as_json: bool,
+                     what_if: str | None) -> None:
+    """Rebuild every group from segment files, as kafka-consumer-groups.sh --describe would show it."""
+    sys.exit(run_describe(segments, until, end_offsets, as_json, what_if))
