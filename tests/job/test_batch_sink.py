@@ -10,7 +10,7 @@ import logging
 import pyarrow as pa
 import pytest
 
-from streaming.job.batch_sink import (FILES_PREFIX, BatchSink, collect_outputs, decode_health, decode_table,
+from streaming.job.batch_sink import (FILES_PREFIX, BatchResult, BatchSink, collect_outputs, decode_health, decode_table,
                                       encode_health, encode_table, partition_rows_for_metrics, table_rows)
 from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
@@ -124,3 +124,17 @@ def test_the_metrics_get_the_partition_rows_the_batch_has(kinds, want):
     result = collect_outputs(1, [(0, kind, encode_table(tables[kind])) for kind in kinds])
     assert [r["partition"] for r in partition_rows_for_metrics(result)] == want
     assert table_rows(result, "groups") == []
+
+
+def test_rows_for_the_read_model_carry_times_as_epoch_milliseconds():
+    """A datetime per time column cost more than the rest of a 10,000-group batch's rows: the read model gets epoch
+    ms, the same instant whatever unit the column has, and a null stays None."""
+    commit = dt.datetime(2026, 11, 1, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    schema = pa.schema([("group_id", pa.string()), ("ms", pa.timestamp("ms", tz="UTC")),
+                        ("us", pa.timestamp("us", tz="UTC")), ("plain", pa.timestamp("us"))])
+    table = pa.Table.from_pylist([{"group_id": "g", "ms": commit, "us": commit, "plain": commit.replace(tzinfo=None)},
+                                  {"group_id": "h", "ms": None, "us": None, "plain": None}], schema=schema)
+    rows = table_rows(BatchResult(1, {"groups": table}), "groups")
+    want = 1_793_534_400_123  # 2026-11-01T12:00:00.123Z, the microseconds truncated
+    assert rows == [{"group_id": "g", "ms": want, "us": want, "plain": want},
+                    {"group_id": "h", "ms": None, "us": None, "plain": None}]
