@@ -34,11 +34,14 @@ _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, 
 
 @dataclass(frozen=True)
 class _Kept:
-    """The state-derived part of the page for one set of cluster state versions."""
+    """The state-derived part of the page for one set of cluster state versions: its text (None once a gzip scrape
+    has made the compressed form and no plain scrape has asked since: at 10,000 groups with per-partition series
+    the text is ~90 MB and its compressed form ~2.5 MB, and a Prometheus server only ever asks for the latter), the
+    text's length, and, made on the first gzip scrape, the text as raw deflate ended by a sync flush and its CRC-32."""
 
     versions: tuple[int, ...]
-    body: bytes
-    # Made on the first gzip scrape: ``body`` as raw deflate ended by a sync flush, and the CRC-32 of ``body``.
+    body: bytes | None
+    length: int
     deflated: bytes | None = None
     crc: int = 0
 
@@ -75,26 +78,32 @@ class MetricsPage:
     def render(self, *, gzip: bool = False) -> Page:
         """The page as of now: the kept part (rendered again if any cluster's state changed) and this scrape's."""
         scrapes = self.collector.scrapes()
-        kept = self._kept_for(scrapes, deflate=gzip)
+        kept = self._kept_for(scrapes, gzip=gzip)
         tail = self._each_scrape_part(scrapes).encode()
         if not gzip:
+            assert kept.body is not None
             return Page((kept.body, tail), False)
         assert kept.deflated is not None
         end = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
         tail_deflated = end.compress(tail) + end.flush(zlib.Z_FINISH)
-        trailer = struct.pack("<II", zlib.crc32(tail, kept.crc), (len(kept.body) + len(tail)) & 0xFFFFFFFF)
+        trailer = struct.pack("<II", zlib.crc32(tail, kept.crc), (kept.length + len(tail)) & 0xFFFFFFFF)
         return Page((_GZIP_HEADER, kept.deflated, tail_deflated + trailer), True)
 
-    def _kept_for(self, scrapes: list[Scrape], *, deflate: bool) -> _Kept:
+    def _kept_for(self, scrapes: list[Scrape], *, gzip: bool) -> _Kept:
+        """The kept part in the form this scrape needs, rendered if the state changed or that form was let go."""
         versions = tuple(s.view.version for s in scrapes)
         with self._lock:
             kept = self._kept
-            if kept is None or kept.versions != versions:
-                kept = _Kept(versions, self._state_part(scrapes).encode())
-            if deflate and kept.deflated is None:
-                start = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
-                kept = _Kept(versions, kept.body, start.compress(kept.body) + start.flush(zlib.Z_SYNC_FLUSH),
-                             zlib.crc32(kept.body))
+            if kept is None or kept.versions != versions or (kept.body is None and not gzip):
+                body = self._state_part(scrapes).encode()
+                kept = _Kept(versions, body, len(body))
+            if gzip:
+                if kept.deflated is None:
+                    assert kept.body is not None
+                    start = zlib.compressobj(self.gzip_level, zlib.DEFLATED, -zlib.MAX_WBITS)
+                    kept = _Kept(versions, kept.body, kept.length,
+                                 start.compress(kept.body) + start.flush(zlib.Z_SYNC_FLUSH), zlib.crc32(kept.body))
+                kept = _Kept(versions, None, kept.length, kept.deflated, kept.crc)  # this scraper only wants gzip
             self._kept = kept
             return kept
 

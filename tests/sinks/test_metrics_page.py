@@ -143,3 +143,15 @@ def test_the_negotiated_format_is_written_here_unless_names_would_change(accept,
 
 def test_a_format_this_module_does_not_know_is_left_to_the_library():
     assert page_format(partial(lambda registry: b"", escaping="underscores")) is None
+
+
+def test_after_a_gzip_scrape_only_the_compressed_page_is_kept_until_a_plain_scrape_asks():
+    """A Prometheus server asks for gzip only: the plain text (the larger by ~35×) is not held between its scrapes;
+    a plain scrape of the same batch renders it again and gets the same page."""
+    server = _server(_replayed("a_classic"))
+    page = MetricsPage(server.collector, TEXT)
+    plain = page.render().body
+    zipped = page.render(gzip=True).body
+    assert page._kept.body is None and page._kept.deflated is not None
+    assert gzip.decompress(page.render(gzip=True).body) == plain == gzip.decompress(zipped)
+    assert page.render().body == plain and page._kept.body is not None
