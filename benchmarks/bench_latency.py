@@ -162,6 +162,8 @@ def main() -> None:
             time.sleep(max(0.0, 1.0 - (time.time() - sent)))
         batches = job.status.batches - batches_before
         sampled_s = time.time() - sampling_started
+        recent = [(p["batchId"], p["timestamp"], p["durationMs"].get("triggerExecution", 0))
+                  for p in (job.first.query.recentProgress if job.first.query is not None else [])]
         job.request_stop()
         job.stop()
     print(f"commit-to-metric latency, {args.groups} background groups committing every second "
@@ -173,6 +175,10 @@ def main() -> None:
         parts = sorted({k for d in progress.values() for k in d})
         print(f"  Spark's parts of a batch, median of {len(progress)} batches (ms): " + ", ".join(
             f"{k} {statistics.median(d.get(k, 0) for d in progress.values()):.0f}" for k in parts))
+    if recent:
+        took = sorted(ms for _, _, ms in recent)
+        q = statistics.quantiles(took, n=10, method="inclusive") if len(took) > 1 else took * 9
+        print(f"  the last {len(recent)} batches: p50 {q[4]:.0f} ms, p90 {q[8]:.0f} ms, max {took[-1]} ms")
     if feed_seconds:
         print(f"  the driver's /metrics state update per batch: median {statistics.median(feed_seconds):.3f} s, "
               f"max {max(feed_seconds):.3f} s")
