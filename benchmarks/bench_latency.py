@@ -6,7 +6,8 @@ background groups commits one partition and a probe group commits a new offset, 
 the probe's group series (``kafka_consumergroup_last_commit_timestamp_seconds``) shows it, and with
 ``--partition-metrics`` (the opt-in per-partition series) its partition's series too
 (``kafka_consumergroup_current_offset{topic="bench-events",partition="0"}``). Prints p50/p99/max of each, the job's
-batch times and Spark's parts of them, and the driver's share (the batch's rows into the state ``/metrics`` reads).
+batch times (the last 100) and Spark's parts of them, and the driver's share (the batch's rows into the state
+``/metrics`` reads).
 
 The broker is a real Apache Kafka broker by default (one KRaft node from ``tests/realkafka``, started and stopped by
 the script, as ``bench_catchup.py`` does; the commits are produced under the client id ``__admin_client``, which
@@ -70,7 +71,8 @@ def main() -> None:
         settings = load_settings(None, {
             "cluster": "latency", "kafka": {"bootstrap.servers": broker.bootstrap},
             "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": 1.0, "shuffle_partitions": 2},
-            "delta": {"path": f"{tmp}/delta"}, "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
+            "delta": {"path": f"{tmp}/delta"},
+            "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
             "heartbeat": {"interval_seconds": 5.0},
         })
         feed_seconds: list[float] = []  # the driver's share of a batch: the batch's rows into /metrics' state
@@ -132,13 +134,13 @@ def main() -> None:
             time.sleep(max(0.0, 1.0 - (time.time() - started)))
         batches_before = job.status.batches
         feed_seconds.clear()
-        progress: dict[int, dict] = {}
         sampling_started = time.time()
         for i in range(i, i + args.samples):
             now_ms = commit_round(i)
             sent = time.time()
             group_seen = partition_seen = None
-            while time.time() - sent < 30 and (group_seen is None or (args.partition_metrics and partition_seen is None)):
+            awaited = lambda: group_seen is None or (args.partition_metrics and partition_seen is None)  # noqa: E731
+            while time.time() - sent < 30 and awaited():
                 asked = time.time()
                 with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as resp:
                     page = resp.read()
@@ -152,9 +154,6 @@ def main() -> None:
                 if partition_seen is None and figure(page, partition_line) == i:
                     partition_seen = now - sent
                 time.sleep(args.scrape_interval)
-            last = job.first.query.lastProgress if job.first.query is not None else None
-            if last:
-                progress[last["batchId"]] = last["durationMs"]
             if group_seen is not None:
                 latencies.append(group_seen)
             if partition_seen is not None:
@@ -162,8 +161,8 @@ def main() -> None:
             time.sleep(max(0.0, 1.0 - (time.time() - sent)))
         batches = job.status.batches - batches_before
         sampled_s = time.time() - sampling_started
-        recent = [(p["batchId"], p["timestamp"], p["durationMs"].get("triggerExecution", 0))
-                  for p in (job.first.query.recentProgress if job.first.query is not None else [])]
+        # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
+        recent = [p["durationMs"] for p in (job.first.query.recentProgress if job.first.query is not None else [])]
         job.request_stop()
         job.stop()
     print(f"commit-to-metric latency, {args.groups} background groups committing every second "
@@ -171,19 +170,20 @@ def main() -> None:
           f"({sampled_s / max(batches, 1):.2f} s a batch); load average {os.getloadavg()[0]:.1f}; a scrape of "
           f"/metrics every {args.scrape_interval} s took {statistics.median(scrapes or [0]):.2f} s (median), "
           f"{max(scrapes or [0]):.2f} s at most:")
-    if progress:
-        parts = sorted({k for d in progress.values() for k in d})
-        print(f"  Spark's parts of a batch, median of {len(progress)} batches (ms): " + ", ".join(
-            f"{k} {statistics.median(d.get(k, 0) for d in progress.values()):.0f}" for k in parts))
     if recent:
-        took = sorted(ms for _, _, ms in recent)
+        took = sorted(d.get("triggerExecution", 0) for d in recent)
         q = statistics.quantiles(took, n=10, method="inclusive") if len(took) > 1 else took * 9
-        print(f"  the last {len(recent)} batches: p50 {q[4]:.0f} ms, p90 {q[8]:.0f} ms, max {took[-1]} ms")
+        print(f"  the last {len(recent)} batches: p50 {q[4]:.0f} ms, p90 {q[8]:.0f} ms, max {took[-1]} ms; "
+              "Spark's parts of them, median (ms): " + ", ".join(
+                  f"{k} {statistics.median(d.get(k, 0) for d in recent):.0f}" for k in sorted({k for d in recent
+                                                                                               for k in d})))
     if feed_seconds:
         print(f"  the driver's /metrics state update per batch: median {statistics.median(feed_seconds):.3f} s, "
               f"max {max(feed_seconds):.3f} s")
-    for what, values in (("group series (last_commit_timestamp_seconds)", latencies),
-                         ("partition series (current_offset)", partition_latencies))[:2 if args.partition_metrics else 1]:
+    series = [("group series (last_commit_timestamp_seconds)", latencies)]
+    if args.partition_metrics:
+        series.append(("partition series (current_offset)", partition_latencies))
+    for what, values in series:
         values.sort()
         if len(values) < 2:
             print(f"  {what}: {len(values)} of {args.samples} samples seen")

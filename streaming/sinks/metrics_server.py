@@ -153,7 +153,6 @@ class MetricsServer(BackgroundHttpServer):
             return _text(start_response, "200 OK", "groupscope: /metrics /ready /healthz\n")
         return _text(start_response, "404 Not Found", "not found: try /metrics, /ready or /healthz\n")
 
-
     def _metrics(self, environ: dict[str, Any], start_response: Callable) -> list[bytes]:
         """The page, in the format the scraper asked for, gzipped if it accepts that (as prometheus_client's own
         application negotiates both); a name filter or a format the page does not write goes to the library."""
@@ -170,10 +169,9 @@ class MetricsServer(BackgroundHttpServer):
         return list(page.parts)
 
     def _page(self, fmt: Format) -> MetricsPage:
-        page = self._pages.get(fmt)
-        if page is None:
-            page = self._pages.setdefault(fmt, MetricsPage(self.collector, fmt, self._process))
-        return page
+        if fmt not in self._pages:
+            self._pages[fmt] = MetricsPage(self.collector, fmt, self._process)
+        return self._pages[fmt]
 
 
 def _text(start_response: Callable, status: str, body: str) -> list[bytes]:
