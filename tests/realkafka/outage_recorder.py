@@ -143,8 +143,8 @@ class Consumer:
                 try:
                     c.commit(asynchronous=False)
                     self.log.write("commit", group=m.group, member=m.name)
-                except KafkaException:
-                    pass  # nothing consumed since the last commit, or the coordinator is away
+                except KafkaException as exc:  # nothing consumed since the last commit, or the coordinator is away
+                    self.log.write("commit_failed", group=m.group, member=m.name, error=exc.args[0].name())
             if msg is not None and msg.error():
                 continue
         c.close()

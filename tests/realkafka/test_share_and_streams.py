@@ -149,21 +149,39 @@ def test_share_and_streams_groups_equal_kafka(newest_kafka_install, tmp_path):
         producer.join(60)
         time.sleep(3)  # the streams application commits what it processed (commit.interval.ms 500)
 
-        # Kafka's account, then a copy of the log it describes: nothing changes in between (no records flow).
-        share_state = members_of(parse_tables(share_groups(broker, "--describe", "--group", SHARE_GROUP,
-                                                           "--state", "--verbose")), SHARE_GROUP)
-        share_members = members_of(parse_tables(share_groups(broker, "--describe", "--group", SHARE_GROUP,
-                                                             "--members", "--verbose")), SHARE_GROUP)
-        streams_state = members_of(parse_tables(streams_groups(broker, "--describe", "--group", STREAMS_APP,
-                                                               "--state", "--verbose")), STREAMS_APP)
-        streams_members = members_of(parse_tables(streams_groups(broker, "--describe", "--group", STREAMS_APP,
-                                                                 "--members", "--verbose"), rest="ASSIGNMENTS"),
-                                     STREAMS_APP)
-        streams_offsets = members_of(parse_tables(streams_groups(broker, "--describe", "--group", STREAMS_APP,
-                                                                 "--offsets", "--verbose")), STREAMS_APP)
+        def settled() -> tuple[list, list] | None:
+            """Both groups' ``--state`` rows once each group's assignment has caught up with its epoch (None before):
+            a member leaving bumps the group epoch at once, the new assignment follows at the next heartbeat."""
+            share = members_of(parse_tables(share_groups(broker, "--describe", "--group", SHARE_GROUP, "--state",
+                                                         "--verbose")), SHARE_GROUP)
+            streams = members_of(parse_tables(streams_groups(broker, "--describe", "--group", STREAMS_APP,
+                                                             "--state", "--verbose")), STREAMS_APP)
+            if len(share) == 1 and len(streams) == 1 \
+                    and share[0]["GROUP-EPOCH"] == share[0]["ASSIGNMENT-EPOCH"] \
+                    and streams[0]["GROUP-EPOCH"] == streams[0]["TARGET-ASSIGNMENT-EPOCH"]:
+                return share, streams
+            return None
+
+        # Kafka's account, then a copy of the log it describes, then Kafka's state again: the copy is kept only if
+        # nothing changed around it (no records flow, but the groups may still be settling).
         segments = tmp_path / "segments"
-        for folder in sorted(broker.data_dir.glob("__consumer_offsets-*")):
-            shutil.copytree(folder, segments / folder.name)
+        for _ in range(10):
+            share_state, streams_state = wait_until(settled, 60, "each group's assignment at its group epoch", logs)
+            share_members = members_of(parse_tables(share_groups(broker, "--describe", "--group", SHARE_GROUP,
+                                                                 "--members", "--verbose")), SHARE_GROUP)
+            streams_members = members_of(parse_tables(streams_groups(broker, "--describe", "--group", STREAMS_APP,
+                                                                     "--members", "--verbose"), rest="ASSIGNMENTS"),
+                                         STREAMS_APP)
+            streams_offsets = members_of(parse_tables(streams_groups(broker, "--describe", "--group", STREAMS_APP,
+                                                                     "--offsets", "--verbose")), STREAMS_APP)
+            shutil.rmtree(segments, ignore_errors=True)
+            for folder in sorted(broker.data_dir.glob("__consumer_offsets-*")):
+                shutil.copytree(folder, segments / folder.name)
+            if settled() == (share_state, streams_state):
+                break
+            time.sleep(1)
+        else:
+            pytest.fail("the groups kept changing while their log was copied", pytrace=False)
     finally:
         stop_producing.set()
         if producer.is_alive():
