@@ -21,7 +21,9 @@ Definitions (every number is a :class:`RebalanceConfig` field; docs/verdicts.md 
   classic group killed soon after every assignment, seen one session timeout apart. A consumer-protocol member
   that **goes silent** (follows no epoch bump for ``silent_after_ms``: it stopped heartbeating) within
   ``flap_lifetime_ms`` of joining flapped too, counted when the silence is certain (at a rebalance, or from the
-  heartbeat tick: :meth:`RebalanceJudge.silence`) rather than when its session expires.
+  heartbeat tick: :meth:`RebalanceJudge.silence`) rather than when its session expires. Young departures that
+  **stop** the group (its last members leaving in one rebalance) are held, and become flaps only if members join
+  again within the window: a group stopped soon after it started (or soon after Kafka made it rejoin) is no loop.
 * a **shared** identity is one that two members have held side by side for longer than ``ghost_wait_ms`` (no
   ghost lives that long at default settings): default client ids on one host. It says nothing, and only
   lifetimes count for it.
@@ -203,6 +205,9 @@ class _GroupJudgement:
     # Kafka's rejoins in the current outage window: (went away ms, identities present then, identities that have
     # rejoined since). Each identity present when Kafka went away rejoins once without counting as churn.
     kafka: tuple = ()
+    # (time, identity) of young departures that emptied the group: a flap only once the group comes back (a crash
+    # loop of the whole group), not while it stays stopped
+    stopped: deque = field(default_factory=deque)
 
     def to_state(self) -> dict:
         """The group's judgement by field name (:mod:`.state_format`)."""
@@ -210,7 +215,7 @@ class _GroupJudgement:
                          episode=None if self.episode is None else self.episode.to_state(), chain=tuple(self.chain),
                          counters=fields_of(self.counters), shared=tuple(sorted(self.shared)),
                          restarts=tuple(self.restarts), silenced=tuple(self.silenced),
-                         ghosts=tuple(sorted(self.ghosts)))
+                         ghosts=tuple(sorted(self.ghosts)), stopped=tuple(self.stopped))
 
     @classmethod
     def from_state(cls, state: Mapping) -> "_GroupJudgement":
@@ -219,7 +224,8 @@ class _GroupJudgement:
                      episode=None if episode is None else _Episode.from_state(episode),
                      chain=list(state.get("chain", ())), counters=build(ev.GroupVerdicts, state.get("counters", {})),
                      shared=set(state.get("shared", ())), restarts=deque(state.get("restarts", ())),
-                     silenced=deque(state.get("silenced", ())), ghosts=set(state.get("ghosts", ())))
+                     silenced=deque(state.get("silenced", ())), ghosts=set(state.get("ghosts", ())),
+                     stopped=deque(tuple(e) for e in state.get("stopped", ())))
 
 
 class RebalanceJudge:
@@ -287,6 +293,8 @@ class RebalanceJudge:
             j.restarts.popleft()
         while j.silenced and j.silenced[0][0] < window_start:
             j.silenced.popleft()
+        while j.stopped and j.stopped[0][0] < window_start:
+            j.stopped.popleft()
         # Two members holding one identity side by side for longer than any restart takes are two live members
         # named alike, not a member and the ghost of its previous instance: from then on the identity is shared.
         newest_join: dict[str, int] = {}
@@ -304,6 +312,13 @@ class RebalanceJudge:
         # members are all killed (new names each time, every one a ghost for a session) are storms while they run.
         flaps_now += len(self._note_silent(j, silent or {}, lambda _since: ts))
         silenced = {m for _, m in j.silenced}
+        if joined and j.stopped:
+            # The group comes back after young members stopped it: those departures were a crash loop's after all.
+            flaps_now += _mark_stopped_flaps(j.departures, j.stopped)
+            j.stopped.clear()
+        # Every member leaving young at once stops the group (an orderly shutdown, or Kafka having made them all
+        # rejoin shortly before): their departures are flaps only if the group comes back (see ``stopped``).
+        emptied = bool(left) and not after
 
         def informative(ident: str) -> bool:
             # An identity names one member (or one member and the ghost of its previous instance) unless members
@@ -350,8 +365,11 @@ class RebalanceJudge:
                 j.silenced.remove(next(e for e in j.silenced if e[1] == mid))
                 j.departures.append((ts, ident, True))
             else:
-                flap = short or again
+                held = short and emptied and not again
+                flap = (short or again) and not held
                 j.departures.append((ts, ident, flap))
+                if held:
+                    j.stopped.append((ts, ident))
                 flaps_now += flap
                 if flap and not again and repeats == 0 and not (wholesale and came_wholesale):
                     # Named or not: under a shared name (Java's default client id in every JVM) the departure is
@@ -1057,6 +1075,18 @@ VERDICTS: tuple[VerdictRule, ...] = (
 
 REASONS = {r.verdict: r.reason for r in VERDICTS if r.verdict is not None and r.name == r.verdict}
 _STORM = VERDICTS[0]
+
+
+def _mark_stopped_flaps(departures: deque, stopped: Iterable[tuple[int, str]]) -> int:
+    """Marks the departures in ``stopped`` (``(time, identity)``) as flaps; returns how many were not before."""
+    wanted = Counter(tuple(e) for e in stopped)
+    marked = 0
+    for k, (t, ident, flap) in enumerate(departures):
+        if not flap and wanted[(t, ident)] > 0:
+            wanted[(t, ident)] -= 1
+            departures[k] = (t, ident, True)
+            marked += 1
+    return marked
 
 
 def _mark_flaps(window: deque, identity: str) -> int:

@@ -69,7 +69,7 @@ def test_a_version_1_checkpoint_restores_the_state_and_the_verdicts_of_a_run_tha
     for seq, states in points.items():
         for p, blob in states.items():
             restored = ShardStep(p, cfg, state=blob)
-            assert _comparable(restored.model.to_state()) == _comparable(live[seq][p]), \
+            assert _comparable(restored.model.to_state(), name) == _comparable(live[seq][p], name), \
                 f"{name} shard {p} after sample {seq}"
 
         def restart(at, steps, seq=seq, states=states):
@@ -80,10 +80,21 @@ def test_a_version_1_checkpoint_restores_the_state_and_the_verdicts_of_a_run_tha
     assert expected, "the recording gave no verdicts: nothing was compared"
 
 
-def _comparable(state: dict) -> dict:
+# Groups whose judgement a later rule changed, so the state the release that wrote these files kept for them is not
+# the one a run judges now: young members stopping a whole group are a flap only once the group comes back (the
+# crash loop's storm is called a second later, at its first return; the static group's last member leaving is a
+# scale-in). Their verdicts after a restart are still compared, with everything else.
+JUDGED_ANEW = {"outage_freeze": {"crashloop", "ok-static"}}
+
+
+def _comparable(state: dict, recording: str = "") -> dict:
     """``state`` without the reason of an active storm: the release that wrote these states kept the reason a
-    storm was called with, where a storm's reason now follows its count (rewritten at its next rebalance)."""
-    for judgement in state["judge"]["groups"].values():
+    storm was called with, where a storm's reason now follows its count (rewritten at its next rebalance); and
+    without the judgements of :data:`JUDGED_ANEW`."""
+    groups = state["judge"]["groups"]
+    for gid in JUDGED_ANEW.get(recording, ()):
+        groups.pop(gid, None)
+    for judgement in groups.values():
         if judgement["storm_since"] is not None:
             judgement["counters"]["last_reason"] = "(an active storm's)"
     return state
