@@ -6,8 +6,8 @@ background groups commits one partition and a probe group commits a new offset, 
 the probe's group series (``kafka_consumergroup_last_commit_timestamp_seconds``) shows it, and with
 ``--partition-metrics`` (the opt-in per-partition series) its partition's series too
 (``kafka_consumergroup_current_offset{topic="bench-events",partition="0"}``). Prints p50/p99/max of each, the job's
-batch times (the last 100) and Spark's parts of them, and the driver's share (the batch's rows into the state
-``/metrics`` reads).
+batch times (the last 100) and Spark's parts of them, and the driver's parts (the outputs' hand-over, its Delta
+commits and the batch's rows into the state ``/metrics`` reads).
 
 The broker is a real Apache Kafka broker by default (one KRaft node from ``tests/realkafka``, started and stopped by
 the script, as ``bench_catchup.py`` does; the commits are produced under the client id ``__admin_client``, which
@@ -41,10 +41,46 @@ from protocol.codec import encode_record  # noqa: E402
 from streaming.config import load_settings  # noqa: E402
 from streaming.driver.metrics_feed import ClusterFeed  # noqa: E402
 from streaming.driver.runner import GroupscopeJob  # noqa: E402
+from streaming.job.batch_sink import BatchSink  # noqa: E402
+from streaming.sinks.delta import DeltaSink  # noqa: E402
 
 from bench_catchup import OFFSETS_TOPIC, newest_cached_kafka, open_broker  # noqa: E402
 
 EVENTS = "bench-events"
+
+
+def _timed(method, times: list[float]):
+    """``method`` appending each call's duration to ``times``."""
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            times.append(time.perf_counter() - started)
+    return timed
+
+
+def _stage_times(spark) -> dict[str, dict[str, list[int]]]:
+    """Per stage name (Spark's last stages, as its status store keeps them): wall time from submission to completion,
+    and the tasks' summed run, deserialisation and result-serialisation times."""
+    out: dict[str, dict[str, list[int]]] = {}
+    if spark is None:
+        return out
+    sc = spark.sparkContext
+    gateway, jvm = sc._gateway, sc._jvm
+    # Scala's default arguments are not defaults through py4j: every one is passed.
+    stages = sc._jsc.sc().statusStore().stageList(None, False, False, gateway.new_array(jvm.double, 0),
+                                                  jvm.java.util.ArrayList())
+    for k in range(stages.size()):
+        st = stages.apply(k)
+        if st.completionTime().isEmpty() or st.submissionTime().isEmpty():
+            continue
+        times = out.setdefault(f"{st.name().split(' at ')[0]} ({st.numTasks()} tasks)",
+                               {"wall": [], "run": [], "deserialise": []})
+        times["wall"].append(st.completionTime().get().getTime() - st.submissionTime().get().getTime())
+        times["run"].append(st.executorRunTime())
+        times["deserialise"].append(st.executorDeserializeTime())
+    return out
 
 
 def main() -> None:
@@ -75,15 +111,12 @@ def main() -> None:
             "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
             "heartbeat": {"interval_seconds": 5.0},
         })
-        feed_seconds: list[float] = []  # the driver's share of a batch: the batch's rows into /metrics' state
-        apply = ClusterFeed.apply
-
-        def timed_apply(feed: ClusterFeed, result) -> None:
-            started = time.perf_counter()
-            apply(feed, result)
-            feed_seconds.append(time.perf_counter() - started)
-
-        ClusterFeed.apply = timed_apply
+        # The driver's parts of a batch (Spark's addBatch is the query's stages, then these): the whole hand-over of
+        # the batch's outputs, the Delta commits in it, and the batch's rows into /metrics' state.
+        driver_parts: dict[str, list[float]] = {"handle": [], "delta": [], "metrics state": []}
+        for cls, name, part in ((BatchSink, "handle", "handle"), (DeltaSink, "write_batch", "delta"),
+                                (ClusterFeed, "apply", "metrics state")):
+            setattr(cls, name, _timed(getattr(cls, name), driver_parts[part]))
         job = GroupscopeJob(settings, install_signal_handlers=False)
         job.start()
         import threading
@@ -133,7 +166,8 @@ def main() -> None:
             i += 1
             time.sleep(max(0.0, 1.0 - (time.time() - started)))
         batches_before = job.status.batches
-        feed_seconds.clear()
+        for times in driver_parts.values():
+            times.clear()
         sampling_started = time.time()
         for i in range(i, i + args.samples):
             now_ms = commit_round(i)
@@ -163,6 +197,7 @@ def main() -> None:
         sampled_s = time.time() - sampling_started
         # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
         recent = [p["durationMs"] for p in (job.first.query.recentProgress if job.first.query is not None else [])]
+        stages = _stage_times(job.spark)
         job.request_stop()
         job.stop()
     print(f"commit-to-metric latency, {args.groups} background groups committing every second "
@@ -177,9 +212,12 @@ def main() -> None:
               "Spark's parts of them, median (ms): " + ", ".join(
                   f"{k} {statistics.median(d.get(k, 0) for d in recent):.0f}" for k in sorted({k for d in recent
                                                                                                for k in d})))
-    if feed_seconds:
-        print(f"  the driver's /metrics state update per batch: median {statistics.median(feed_seconds):.3f} s, "
-              f"max {max(feed_seconds):.3f} s")
+    if driver_parts["handle"]:
+        print("  the driver's parts of a batch, median / max (s): " + ", ".join(
+            f"{part} {statistics.median(t):.3f} / {max(t):.3f}" for part, t in driver_parts.items() if t))
+    for name, times in stages.items():
+        print(f"  stage {name}: {len(times['wall'])} runs, median (ms): " + ", ".join(
+            f"{k} {statistics.median(v):.0f}" for k, v in times.items()))
     series = [("group series (last_commit_timestamp_seconds)", latencies)]
     if args.partition_metrics:
         series.append(("partition series (current_offset)", partition_latencies))
