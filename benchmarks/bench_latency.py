@@ -97,6 +97,9 @@ def main() -> None:
                     help="serve the per-partition series too (metrics.partition_metrics, off by default) and time "
                          "the probe's partition series as well")
     ap.add_argument("--warm-up", type=float, default=20.0, help="seconds of commits before sampling starts")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the job (spark.conf), repeatable")
+    ap.add_argument("--trigger", type=float, default=1.0, help="the job's trigger interval (spark.trigger_seconds)")
     args = ap.parse_args()
     args.bootstrap, args.partitions, args.offsets_partitions = None, 10, 50
     if args.kafka == "real" and not args.kafka_version:
@@ -106,7 +109,8 @@ def main() -> None:
         print(f"broker: {broker.description}")
         settings = load_settings(None, {
             "cluster": "latency", "kafka": {"bootstrap.servers": broker.bootstrap},
-            "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": 1.0, "shuffle_partitions": 2},
+            "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": args.trigger, "shuffle_partitions": 2,
+                      "conf": dict(kv.split("=", 1) for kv in args.spark_conf)},
             "delta": {"path": f"{tmp}/delta"},
             "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
             "heartbeat": {"interval_seconds": 5.0},
