@@ -99,9 +99,9 @@ PARTITION_METRICS = {s.name for s in METRICS if s.scope == "partition"}
 
 
 def storm_prone() -> ModelConfig:
-    # 3 rebalances in 60 s: the a_classic capture's groups go through 3 generations in ~20 s, so the model
-    # reports real RebalanceStorm events.
-    return ModelConfig(rebalance=RebalanceConfig(storm_rebalances=3, storm_window_ms=60_000))
+    # 3 rebalances and one flap in 60 s: the a_classic capture's groups go through 3 generations in ~20 s and a
+    # member leaves young, so the model reports real RebalanceStorm events.
+    return ModelConfig(rebalance=RebalanceConfig(storm_rebalances=3, storm_window_ms=60_000, storm_flaps=1))
 
 
 def step(shard: int, **over: Any) -> StepHealth:
