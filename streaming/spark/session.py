@@ -45,7 +45,7 @@ DEFAULT_CONF = {
     "spark.executor.extraJavaOptions": "-Xss16m",
     "spark.sql.streaming.stopTimeout": "60s",
     # A restart resumes from the last completed batch; Spark's default keeps 100 batches of offsets and state
-    # files, which at 100,000 groups x 20 partitions (a 37 s batch, 6.5 MB of state files each) grew the
+    # files, which at 100,000 groups x 20 partitions (37 s batches, about 4 MB of state files each) grew the
     # checkpoint by 6.5 MB a minute for over an hour before the first pruning. Twenty batches still leave room to
     # look back at what a restart read.
     "spark.sql.streaming.minBatchesToRetain": "20",
