@@ -63,12 +63,12 @@ def _log_entries(path: str) -> int:
 
 
 def test_a_long_run_of_small_batches_keeps_every_table_small_and_exact(tmp_path):
-    """300 batches, maintenance every 25 from the batch path (background thread, writes going on meanwhile)."""
+    """150 batches, maintenance every 25 from the batch path (background thread, writes going on meanwhile)."""
     sink = DeltaSink(tmp_path, app_id="groupscope-test")
     settings = DeltaMaintenanceSettings(every_batches=25, every_seconds=3600, vacuum_retention_hours=0,
                                         log_retention_hours=0)
     maintenance = DeltaMaintenance(sink, settings)
-    batches = 300
+    batches = 150
     peak = {name: [0, 0, 0] for name in TABLES}  # referenced files, files on disk, log entries
     for b in range(batches):
         assert sink.write_batch(b, _batch(b)) == {name: 3 for name in TABLES}
@@ -81,7 +81,7 @@ def test_a_long_run_of_small_batches_keeps_every_table_small_and_exact(tmp_path)
     maintenance.stop()
     assert maintenance.runs >= batches // 25 - 2, maintenance.runs
     assert not [r for r in maintenance.last if r.error]
-    # Without maintenance each append-only table would hold 300 files and 300 log entries. Bounded: files since
+    # Without maintenance each append-only table would hold 150 files and 150 log entries. Bounded: files since
     # the last pass (25 batches, 2 day-partitions) plus the compacted ones, plus the pass in flight.
     for name, (referenced, on_disk, log_entries) in peak.items():
         assert referenced <= 60, (name, peak[name])

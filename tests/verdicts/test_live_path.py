@@ -32,10 +32,10 @@ SCENARIOS = ["stalled_consumer", "storm_crashloop"]
 # What each recording's timeline must contain for the comparison to mean something (the verdict kinds the brief of
 # this test is about); whether they are right is tests/verdicts/test_recordings.py's business.
 COVERS = {"stalled_consumer": {"STALL", "STOP", "OK", "formation"}, "storm_crashloop": {"storm", "OK"}}
-#: The live run plays every second end-offset sample of a recording (and its last): each micro-batch costs Spark's
+#: The live run plays every third end-offset sample of a recording (and its last): each micro-batch costs Spark's
 #: fixed per-batch time, and what the test compares does not depend on the heartbeat cadence. The replay it is
 #: compared with is given the same samples, so each live batch is still exactly one replay batch.
-SAMPLE_STRIDE = 2
+SAMPLE_STRIDE = 3
 
 
 def _java_available() -> bool:
