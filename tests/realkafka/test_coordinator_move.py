@@ -38,8 +38,8 @@ real, once. Either way no consumer crashed, so the job must show:
   leader twice;
 * the job never exits, and ``/ready`` is 200 at the end.
 
-The consumers keep running until the job is stopped: a group emptied right after a rejoin is members leaving
-seconds after joining, which is how a crash loop looks, and not what this test is about.
+The consumers keep running until the job is stopped: a group stopped right after a rejoin (members leaving seconds
+after joining, the group empty) has a rule of its own, tested in ``tests/model/test_verdicts.py``.
 
 Why: the single-broker outage tests (``test_outages``) take the whole cluster away. A coordinator move is the
 everyday broker incident of a real cluster (a rolling upgrade moves every coordinator once); the consumers barely
