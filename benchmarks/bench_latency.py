@@ -15,6 +15,7 @@ Kafka lets write to its internal topics); ``--kafka mock`` uses librdkafka's moc
 
     python benchmarks/bench_latency.py [--samples 60] [--groups 10000] [--partition-metrics]
     python benchmarks/bench_latency.py --kafka mock
+    python benchmarks/bench_latency.py --groups 10000 --spark-conf spark.python.worker.reuse=true --trigger 0.5
 """
 
 from __future__ import annotations
