@@ -63,7 +63,7 @@ def _timed(method, times: list[float]):
 
 def _stage_times(spark) -> dict[str, dict[str, list[int]]]:
     """Per stage name (Spark's last stages, as its status store keeps them): wall time from submission to completion,
-    and the tasks' summed run, deserialisation and result-serialisation times."""
+    and the tasks' summed run and deserialisation times."""
     out: dict[str, dict[str, list[int]]] = {}
     if spark is None:
         return out

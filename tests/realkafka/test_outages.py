@@ -295,13 +295,17 @@ def silent_member(client_events: list[dict], group: str, at_s: float | None, bac
 
 
 def _commit_times(client_events: list[dict], group: str) -> dict[str, list[int]]:
-    """Per member of ``group``: its successful commits' times (ms), and its exit or the log's end last."""
+    """Per member of ``group``: its successful commits' times (ms), and last its exit, or the log's end for a
+    member still running."""
     times: dict[str, list[int]] = {}
-    end = client_events[-1]["t_ms"] if client_events else 0
+    exited: set[str] = set()
     for e in client_events:
         if e.get("group") == group and e["kind"] in ("commit", "process_exit"):
             times.setdefault(e["member"], []).append(e["t_ms"])
-    return {m: t if t[-1] >= end else [*t, end] for m, t in times.items()}
+            if e["kind"] == "process_exit":
+                exited.add(e["member"])
+    end = client_events[-1]["t_ms"] if client_events else 0
+    return {m: t if m in exited else [*t, end] for m, t in times.items()}
 
 
 def commit_gaps(client_events: list[dict], groups: Collection[str], back_s: float) -> dict[str, list]:
