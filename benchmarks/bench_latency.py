@@ -50,15 +50,36 @@ from bench_catchup import OFFSETS_TOPIC, newest_cached_kafka, open_broker  # noq
 EVENTS = "bench-events"
 
 
-def _timed(method, times: list[float]):
-    """``method`` appending each call's duration to ``times``."""
+def _timed(method, times: list[float], spans: list[tuple[float, float]] | None = None):
+    """``method`` appending each call's duration to ``times`` (and its start and end, epoch seconds, to ``spans``)."""
     def timed(*args, **kwargs):
-        started = time.perf_counter()
+        started, wall = time.perf_counter(), time.time()
         try:
             return method(*args, **kwargs)
         finally:
             times.append(time.perf_counter() - started)
+            if spans is not None:
+                spans.append((wall, time.time()))
     return timed
+
+
+def _stage_spans(spark) -> list[tuple[str, int, int, int]]:
+    """Spark's last stages (as its status store keeps them): name, submission and completion (epoch ms), tasks."""
+    if spark is None:
+        return []
+    sc = spark.sparkContext
+    gateway, jvm = sc._gateway, sc._jvm
+    # Scala's default arguments are not defaults through py4j: every one is passed.
+    stages = sc._jsc.sc().statusStore().stageList(None, False, False, gateway.new_array(jvm.double, 0),
+                                                  jvm.java.util.ArrayList())
+    spans = []
+    for k in range(stages.size()):
+        st = stages.apply(k)
+        if st.completionTime().isEmpty() or st.submissionTime().isEmpty():
+            continue
+        spans.append((st.name().split(' at ')[0], st.submissionTime().get().getTime(),
+                      st.completionTime().get().getTime(), st.numTasks()))
+    return sorted(spans, key=lambda s: s[1])
 
 
 def _stage_times(spark) -> dict[str, dict[str, list[int]]]:
@@ -84,6 +105,13 @@ def _stage_times(spark) -> dict[str, dict[str, list[int]]]:
     return out
 
 
+def _epoch_ms(iso: str) -> int:
+    """Spark's progress timestamp (``2026-01-01T00:00:00.000Z``) as epoch milliseconds."""
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=60)
@@ -101,6 +129,8 @@ def main() -> None:
     ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for the job (spark.conf), repeatable")
     ap.add_argument("--trigger", type=float, default=1.0, help="the job's trigger interval (spark.trigger_seconds)")
+    ap.add_argument("--timeline", type=int, default=3, metavar="N",
+                    help="print the last N batches as a timeline: Spark's stages and the driver's hand-over")
     args = ap.parse_args()
     args.bootstrap, args.partitions, args.offsets_partitions = None, 10, 50
     if args.kafka == "real" and not args.kafka_version:
@@ -119,9 +149,11 @@ def main() -> None:
         # The driver's parts of a batch (Spark's addBatch is the query's stages, then these): the whole hand-over of
         # the batch's outputs, the Delta commits in it, and the batch's rows into /metrics' state.
         driver_parts: dict[str, list[float]] = {"handle": [], "delta": [], "metrics state": []}
+        handle_spans: list[tuple[float, float]] = []
         for cls, name, part in ((BatchSink, "handle", "handle"), (DeltaSink, "write_batch", "delta"),
                                 (ClusterFeed, "apply", "metrics state")):
-            setattr(cls, name, _timed(getattr(cls, name), driver_parts[part]))
+            setattr(cls, name, _timed(getattr(cls, name), driver_parts[part],
+                                      handle_spans if part == "handle" else None))
         job = GroupscopeJob(settings, install_signal_handlers=False)
         job.start()
         import threading
@@ -201,8 +233,11 @@ def main() -> None:
         batches = job.status.batches - batches_before
         sampled_s = time.time() - sampling_started
         # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
-        recent = [p["durationMs"] for p in (job.first.query.recentProgress if job.first.query is not None else [])]
+        progress = job.first.query.recentProgress if job.first.query is not None else []
+        recent = [p["durationMs"] for p in progress]
+        starts = [_epoch_ms(p["timestamp"]) for p in progress]
         stages = _stage_times(job.spark)
+        spans = _stage_spans(job.spark)
         job.request_stop()
         job.stop()
     print(f"commit-to-metric latency, {args.groups} background groups committing every second "
@@ -223,6 +258,12 @@ def main() -> None:
     for name, times in stages.items():
         print(f"  stage {name}: {len(times['wall'])} runs, median (ms): " + ", ".join(
             f"{k} {statistics.median(v):.0f}" for k, v in times.items()))
+    for start, took in list(zip(starts, recent))[-args.timeline - 1:-1] if args.timeline else ():
+        end = start + took.get("triggerExecution", 0)
+        parts = [f"{name} ({tasks}) {s - start}-{e - start}" for name, s, e, tasks in spans if start <= s < end]
+        parts += [f"hand-over {h0 * 1000 - start:.0f}-{h1 * 1000 - start:.0f}" for h0, h1 in handle_spans
+                  if start <= h0 * 1000 < end]
+        print(f"  a batch of {end - start} ms, from its start (ms): " + ", ".join(parts))
     series = [("group series (last_commit_timestamp_seconds)", latencies)]
     if args.partition_metrics:
         series.append(("partition series (current_offset)", partition_latencies))
