@@ -25,7 +25,7 @@ from streaming.schema.read_model import GroupView, PartitionView, TopicLagView
 from streaming.sinks.monitor_health import MonitorHealth, OffsetsPartitionHealth
 from streaming.sinks.state_store import StateView
 
-__all__ = ["MetricSpec", "METRICS", "Scrape", "Scope", "Kind"]
+__all__ = ["MetricSpec", "METRICS", "PerGroup", "Scrape", "Scope", "Kind"]
 
 Scope = Literal["group", "partition", "monitor"]
 Kind = Literal["gauge", "counter"]
@@ -78,6 +78,11 @@ class MetricSpec:
     samples: Samples = field(default=lambda s: (), compare=False, repr=False)
 
     @property
+    def group_value(self) -> Callable[[GroupView], Value] | None:
+        """The value function of a one-value-per-group metric (:class:`PerGroup`), else None."""
+        return self.samples.value if isinstance(self.samples, PerGroup) else None
+
+    @property
     def family_name(self) -> str:
         """The name prometheus_client's family takes (a counter's family drops ``_total``)."""
         return self.name[: -len("_total")] if self.kind == "counter" else self.name
@@ -98,8 +103,21 @@ def _catch_up(catching_up: bool | None, seconds: float | None) -> float | None:
     return math.inf if not catching_up or seconds is None else seconds
 
 
+@dataclass(frozen=True, slots=True)
+class PerGroup:
+    """The samples of a metric with one value per group, labelled ``(cluster, group)``: most of the page at scale.
+    Kept as its value function so that a writer can lay out each group's labels once for all such metrics
+    (:class:`streaming.sinks.metrics_page.MetricsPage`) instead of once per metric and group."""
+
+    value: Callable[[GroupView], Value]
+
+    def __call__(self, s: "Scrape") -> Iterable[tuple[Sequence[str], Value]]:
+        value = self.value
+        return (([s.cluster, gid], value(g)) for gid, g in s.groups)
+
+
 def _per_group(value: Callable[[GroupView], Value]) -> Samples:
-    return lambda s: (([s.cluster, gid], value(g)) for gid, g in s.groups)
+    return PerGroup(value)
 
 
 def _per_topic(value: Callable[[TopicLagView], Value]) -> Samples:

@@ -24,7 +24,7 @@ from prometheus_client import generate_latest as text_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
 from streaming.sinks.collector import GroupscopeCollector
-from streaming.sinks.exposition import OPENMETRICS, TEXT, Format, MetricWriter
+from streaming.sinks.exposition import OPENMETRICS, TEXT, Format, MetricWriter, group_label_blocks
 from streaming.sinks.metric_catalogue import Scrape
 
 __all__ = ["MetricsPage", "Page", "page_format"]
@@ -61,10 +61,13 @@ class Page:
 
 class MetricsPage:
     """Renders the collector's clusters in one format. ``process`` holds the collectors rendered on every scrape
-    by prometheus_client (the process' own ``process_*`` series); None for none."""
+    by prometheus_client (the process' own ``process_*`` series); None for none.
+
+    ``gzip_level`` 1: the page is compressed once per batch, on the way from a commit to its series; at 10,000
+    groups level 1 takes half the time of level 6 for a body 5 % larger (0.75 against 0.71 MB)."""
 
     def __init__(self, collector: GroupscopeCollector, fmt: Format,
-                 process: CollectorRegistry | None = None, *, gzip_level: int = 6) -> None:
+                 process: CollectorRegistry | None = None, *, gzip_level: int = 1) -> None:
         self.collector = collector
         self.fmt = fmt
         self.process = process
@@ -108,7 +111,13 @@ class MetricsPage:
             return kept
 
     def _state_part(self, scrapes: list[Scrape]) -> str:
-        return self._families(self._kept_writers, scrapes)
+        fmt = self.fmt
+        # Each group's label block once for all its one-value-per-group metrics (most of the page at scale).
+        blocks = [group_label_blocks(s.cluster, (gid for gid, _ in s.groups)) for s in scrapes]
+        return "".join(
+            w.header(fmt) + "".join(w.group_lines(s.groups, b) if w.spec.group_value is not None
+                                    else w.lines(w.spec.samples(s)) for s, b in zip(scrapes, blocks))
+            for w in self._kept_writers)
 
     def _each_scrape_part(self, scrapes: list[Scrape]) -> str:
         text = self._families(self._each_scrape, scrapes)

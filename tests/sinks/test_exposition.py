@@ -10,14 +10,15 @@ counters (named ``x_total`` in 0.0.4 headers, ``x`` in OpenMetrics ones).
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
-from streaming.sinks.exposition import OPENMETRICS, TEXT, MetricWriter, escape_label_value
-from streaming.sinks.metric_catalogue import METRICS, MetricSpec
+from streaming.sinks.exposition import OPENMETRICS, TEXT, MetricWriter, escape_label_value, group_label_blocks
+from streaming.sinks.metric_catalogue import METRICS, MetricSpec, PerGroup
 
 SAMPLES = [
     (["c1", "plain", "orders", "0"], 0),
@@ -104,3 +105,23 @@ def test_a_metric_without_labels_has_no_braces():
 ])
 def test_label_values_escape_backslash_newline_and_quote(raw, escaped):
     assert escape_label_value(raw) == escaped
+
+
+def test_a_per_group_metric_written_from_label_blocks_is_what_lines_writes():
+    """The page writes one-value-per-group metrics from each group's label block, laid out once: the same lines,
+    escaping, zeros, unknowns and all, as the general writer's."""
+    groups = [(labels[1], value) for labels, value in SAMPLES]  # the "view" of a group is its value here
+    spec = MetricSpec("kafka_consumergroup_x", "gauge", "group", ("cluster", "group"), HELP, PerGroup(lambda v: v))
+    scrape = SimpleNamespace(cluster='c"1', groups=groups)
+    writer = MetricWriter(spec)
+    blocks = group_label_blocks(scrape.cluster, (gid for gid, _ in groups))
+    expected = writer.lines(spec.samples(scrape))
+    assert expected.count("\n") == len(SAMPLES) - 1  # the unknown value is left out
+    assert writer.group_lines(groups, blocks) == expected
+
+
+def test_only_a_per_group_metric_is_written_from_label_blocks():
+    partition_metric = next(m for m in METRICS if m.scope == "partition")
+    with pytest.raises(ValueError, match=partition_metric.name):
+        MetricWriter(partition_metric).group_lines([], [])
+    assert sum(m.group_value is not None for m in METRICS) >= 15  # most group metrics take the shared blocks
