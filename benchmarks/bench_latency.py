@@ -1,7 +1,8 @@
 """Commit-to-metric latency of the running job at a 1 s trigger.
 
 A broker and the real job (heartbeat emitter, Spark, Delta, metrics endpoint) run; every second each of ``--groups``
-background groups commits one partition and a probe group commits a new offset, all produced to
+background groups commits one partition (with ``--commit-every S``, a 1/S share of them in turn: each group every S
+seconds) and a probe group commits a new offset, all produced to
 ``__consumer_offsets``, and ``/metrics`` is polled the way a Prometheus server asks for it (OpenMetrics, gzip) until
 the probe's group series (``kafka_consumergroup_last_commit_timestamp_seconds``) shows it, and with
 ``--partition-metrics`` (the opt-in per-partition series) its partition's series too
@@ -15,6 +16,7 @@ Kafka lets write to its internal topics); ``--kafka mock`` uses librdkafka's moc
 
     python benchmarks/bench_latency.py [--samples 60] [--groups 10000] [--partition-metrics]
     python benchmarks/bench_latency.py --kafka mock
+    python benchmarks/bench_latency.py --groups 10000 --commit-every 5   # the clients' auto-commit cadence
     python benchmarks/bench_latency.py --groups 10000 --spark-conf spark.python.worker.reuse=true --trigger 0.5
 """
 
@@ -116,6 +118,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=60)
     ap.add_argument("--groups", type=int, default=200, help="background groups committing every second")
+    ap.add_argument("--commit-every", type=int, default=1, metavar="S",
+                    help="each background group commits every S seconds instead, a 1/S share of them each second "
+                         "(5: the Java client's and librdkafka's auto-commit interval)")
     ap.add_argument("--kafka", choices=("real", "mock"), default="real",
                     help="a real Kafka broker started by the script (default) or librdkafka's mock cluster")
     ap.add_argument("--kafka-version", help="the Kafka version to start (default: the newest cached)")
@@ -186,6 +191,8 @@ def main() -> None:
         def commit_round(i: int) -> int:
             now_ms = int(time.time() * 1000)
             for g, (group, partition) in enumerate(background):
+                if g % args.commit_every != i % args.commit_every:
+                    continue
                 k, v = encode_record(new_offset_commit(group, EVENTS, g % 10, i, commit_timestamp=now_ms))
                 p.produce(OFFSETS_TOPIC, key=k, value=v, partition=partition)
                 if g % 10_000 == 9_999:
@@ -240,8 +247,9 @@ def main() -> None:
         spans = _stage_spans(job.spark)
         job.request_stop()
         job.stop()
-    print(f"commit-to-metric latency, {args.groups} background groups committing every second "
-          f"({args.groups + 1:,} commits/s); {batches} batches in {sampled_s:.0f} s of sampling "
+    every = "every second" if args.commit_every == 1 else f"every {args.commit_every} s"
+    print(f"commit-to-metric latency, {args.groups} background groups committing {every} "
+          f"({args.groups // args.commit_every + 1:,} commits/s); {batches} batches in {sampled_s:.0f} s of sampling "
           f"({sampled_s / max(batches, 1):.2f} s a batch); load average {os.getloadavg()[0]:.1f}; a scrape of "
           f"/metrics every {args.scrape_interval} s took {statistics.median(scrapes or [0]):.2f} s (median), "
           f"{max(scrapes or [0]):.2f} s at most:")
