@@ -70,12 +70,16 @@ class DeltaSink:
                     files: Mapping[str, list[dict]] | None = None) -> dict[str, int]:
         """Writes every non-empty table of one micro-batch, and commits the data files executors already wrote
         for others (``files``: table → add actions, see ``delta_files``); returns rows written per table (0 =
-        skipped: this batch had already reached the table before a restart)."""
+        skipped: this batch had already reached the table before a restart). A table with files is committed
+        from them alone: rows of it in ``tables`` are a copy passed on for the driver's own use."""
         written: dict[str, int] = {}
+        files = files or {}
         for name, table in batch_tables(tables):
+            if name in files:  # executors wrote its files; these rows are the driver's copy (e.g. for /metrics)
+                continue
             with self.locks[name]:
                 written[name] = self._write_table(batch_id, name, table)
-        for name, actions in (files or {}).items():
+        for name, actions in files.items():
             if actions:
                 with self.locks[name]:
                     written[name] = written.get(name, 0) + self.commit_files(batch_id, name, actions)

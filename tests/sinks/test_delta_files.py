@@ -106,3 +106,20 @@ def test_an_empty_table_writes_no_file(tmp_path):
 
     assert write_data_files(str(tmp_path), pa.table({"n": pa.array([], pa.int64())}), []) == []
     assert not any(tmp_path.iterdir())
+
+
+def test_rows_passed_on_to_the_driver_are_not_written_again(tmp_path):
+    """With per-partition metrics the ``lag`` rows reach the driver as well as their files: the table gets the
+    executor's file once, and the driver writes no second copy."""
+    sink = DeltaSink(tmp_path / "delta", app_id="t")
+    sink.prepare_append_tables(["commits"])
+    commits = _commits(3, 40, dt.date(2026, 11, 23))
+    rows = step_rows(3, {"commits": commits},
+                     BulkWrite(sink.root, frozenset({"commits"}), also_to_driver=frozenset({"commits"})))
+    result = BatchSink(delta=sink).handle(0, rows)
+    assert result.tables["commits"].num_rows == 40  # the driver has its copy
+    assert result.written == {"commits": 40}
+    assert sink.read("commits").num_rows == 40
+    on_disk = sorted(p.relative_to(tmp_path / "delta" / "commits").as_posix()
+                     for p in (tmp_path / "delta" / "commits").rglob("*.parquet"))
+    assert on_disk == sorted(a["path"] for a in result.files["commits"])  # no file but the executor's
