@@ -22,12 +22,16 @@ from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
 from streaming.schema.tables import LAG, TABLES
 
-__all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs", "FILES_PREFIX"]
+__all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs", "FILES_PREFIX",
+           "UNWRITTEN_PREFIX"]
 
 log = logging.getLogger("groupscope.batch")
 
 # Step output kinds ``files:<table>`` carry the add actions of data files an executor wrote (``bulk_files``).
 FILES_PREFIX = "files:"
+# Step output kinds ``unwritten:<table>`` carry rows of a bulk table a shard left for the driver to write (too few
+# for a file of their own, ``bulk_files``).
+UNWRITTEN_PREFIX = "unwritten:"
 # Step outputs for the driver alone, never written to Delta, with their schemas.
 _DRIVER_ONLY = {METRICS_PARTITIONS: LAG, LAGGING: LAGGING_SCHEMA}
 
@@ -65,22 +69,29 @@ class BatchResult:
     seconds: float = 0.0
     # Data files executors already wrote, per table (their Delta add actions); the driver commits them.
     files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Rows of those tables the shards left for the driver to write as one file (``bulk_files``), per table.
+    unwritten: dict[str, pa.Table] = field(default_factory=dict)
 
 
 def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> BatchResult:
     chunks: dict[str, list[pa.Table]] = {}
+    unwritten: dict[str, list[pa.Table]] = {}
     result = BatchResult(batch_id)
     for _shard, kind, payload in rows:
         if kind == "health":
             result.health.append(decode_health(payload))
         elif kind.startswith(FILES_PREFIX):
             result.files.setdefault(kind[len(FILES_PREFIX):], []).extend(json.loads(payload))
+        elif kind.startswith(UNWRITTEN_PREFIX) and kind[len(UNWRITTEN_PREFIX):] in TABLES:
+            unwritten.setdefault(kind[len(UNWRITTEN_PREFIX):], []).append(decode_table(payload))
         elif kind in TABLES or kind in _DRIVER_ONLY:
             chunks.setdefault(kind, []).append(decode_table(payload))
         else:
             log.warning("unknown step output %r ignored", kind)
     for kind, parts in chunks.items():
         result.tables[kind] = pa.concat_tables(parts).cast(TABLES.get(kind) or _DRIVER_ONLY[kind])
+    for kind, parts in unwritten.items():
+        result.unwritten[kind] = pa.concat_tables(parts).cast(TABLES[kind])
     if "group_events" in result.tables:  # one row per cluster event, not one per shard that saw it
         result.tables["group_events"] = merge_cluster_events(result.tables["group_events"])
     result.health.sort(key=lambda h: h.shard)
@@ -100,8 +111,8 @@ class BatchSink:
         started = time.perf_counter()
         result = collect_outputs(batch_id, rows)
         if self.delta is not None:
-            result.written = (self.delta.write_batch(batch_id, result.tables, result.files) if result.files
-                              else self.delta.write_batch(batch_id, result.tables))
+            result.written = (self.delta.write_batch(batch_id, result.tables, result.files, result.unwritten)
+                              if result.files or result.unwritten else self.delta.write_batch(batch_id, result.tables))
         result.seconds = time.perf_counter() - started
         if self.metrics is not None:
             self.metrics(result)

@@ -22,7 +22,7 @@ from deltalake.transaction import AddAction
 
 from streaming.schema.tables import PARTITION_COLUMNS, TABLES, batch_tables, last_row_per_group
 
-from .delta_files import add_action_fields, row_count
+from .delta_files import add_action_fields, row_count, write_data_files
 
 __all__ = ["DeltaSink"]
 
@@ -67,13 +67,20 @@ class DeltaSink:
         return None if dt is None else dt.transaction_version(self.app_id)
 
     def write_batch(self, batch_id: int, tables: Mapping[str, pa.Table],
-                    files: Mapping[str, list[dict]] | None = None) -> dict[str, int]:
+                    files: Mapping[str, list[dict]] | None = None,
+                    unwritten: Mapping[str, pa.Table] | None = None) -> dict[str, int]:
         """Writes every non-empty table of one micro-batch, and commits the data files executors already wrote
         for others (``files``: table → add actions, see ``delta_files``); returns rows written per table (0 =
         skipped: this batch had already reached the table before a restart). A table with files is committed
-        from them alone: rows of it in ``tables`` are a copy passed on for the driver's own use."""
+        from them alone: rows of it in ``tables`` are a copy passed on for the driver's own use. ``unwritten``:
+        rows of such tables the executors left to the driver (``bulk_files``), written here as data files and
+        committed with theirs, in the same transaction."""
         written: dict[str, int] = {}
-        files = files or {}
+        files = {name: list(actions) for name, actions in (files or {}).items()}
+        for name, rows in (unwritten or {}).items():
+            if rows.num_rows:
+                files.setdefault(name, []).extend(
+                    write_data_files(self.path(name), rows.cast(TABLES[name]), PARTITION_COLUMNS[name]))
         for name, table in batch_tables(tables):
             if name in files:  # executors wrote its files; these rows are the driver's copy (e.g. for /metrics)
                 continue

@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 
 from streaming.job.batch_sink import BatchSink
-from streaming.job.bulk_files import BulkWrite
+from streaming.job.bulk_files import INLINE_BELOW_ROWS, BulkWrite
 from ..config import Settings
 from ..model.knobs import build
 from streaming.job.step import StepConfig
@@ -129,7 +129,8 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
         sink.delta.prepare_append_tables(sorted(bulk))
         bulk_write = BulkWrite(sink.delta.root, bulk, also_to_driver=(frozenset({"lag"})
                                                                       if settings.partition_rows_on_driver
-                                                                      else frozenset()))
+                                                                      else frozenset()),
+                               inline_below=INLINE_BELOW_ROWS)
         log.info("executors write the data files of %s; the driver commits them", ", ".join(sorted(bulk)))
     in_steps = src.read_in_steps and segments is None and not src.builtin_kafka_source
     ranges = RangeRead({str(k): str(v) for k, v in settings.kafka.items()}, src.read_timeout_seconds,

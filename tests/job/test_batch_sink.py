@@ -86,7 +86,7 @@ class _Delta:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def write_batch(self, batch_id, tables, files=None):
+    def write_batch(self, batch_id, tables, files=None, unwritten=None):
         self.calls.append((batch_id, sorted(tables), files))
         return {name: t.num_rows for name, t in tables.items()}
 

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 
 import pyarrow as pa
+from deltalake import DeltaTable
 
 from streaming.job.batch_sink import BatchSink, encode_table
 from streaming.job.bulk_files import BulkWrite, step_rows
@@ -123,3 +124,24 @@ def test_rows_passed_on_to_the_driver_are_not_written_again(tmp_path):
     on_disk = sorted(p.relative_to(tmp_path / "delta" / "commits").as_posix()
                      for p in (tmp_path / "delta" / "commits").rglob("*.parquet"))
     assert on_disk == sorted(a["path"] for a in result.files["commits"])  # no file but the executor's
+
+
+def test_a_shards_few_rows_are_written_by_the_driver_with_the_executors_files_in_one_commit(tmp_path):
+    """Live, a shard has a few hundred commits a batch: those reach the driver, which writes them all as one file
+    and commits it with the files of the shards that had many, once; a replay commits nothing again."""
+    sink = DeltaSink(tmp_path / "delta", app_id="t")
+    sink.prepare_append_tables(["commits"])
+    bulk = BulkWrite(sink.root, frozenset({"commits"}), inline_below=30)
+    few_a, few_b = _commits(3, 10, dt.date(2026, 11, 23)), _commits(5, 29, dt.date(2026, 11, 24))
+    many = _commits(7, 30, dt.date(2026, 11, 23))
+    rows = [row for shard, t in ((3, few_a), (5, few_b), (7, many)) for row in step_rows(shard, {"commits": t}, bulk)]
+    assert [(s, k) for s, k, _ in rows] == [(3, "unwritten:commits"), (5, "unwritten:commits"), (7, "files:commits")]
+    result = BatchSink(delta=sink).handle(0, rows)
+    assert "commits" not in result.tables and result.unwritten["commits"].num_rows == 39
+    assert result.written == {"commits": 69}
+    key = [("shard", "ascending"), ("offset", "ascending")]
+    assert sink.read("commits").cast(COMMITS).sort_by(key).to_pylist() == \
+        pa.concat_tables([few_a, few_b, many]).sort_by(key).to_pylist()
+    assert DeltaTable(sink.path("commits")).version() == 1  # the table's creation, then one commit for the batch
+    assert BatchSink(delta=sink).handle(0, rows).written == {"commits": 0}
+    assert sink.read("commits").num_rows == 69
