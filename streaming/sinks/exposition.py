@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from prometheus_client.utils import floatToGoString
 
-from streaming.schema.read_model import GroupView
 from streaming.sinks.metric_catalogue import MetricSpec, Value
 
-__all__ = ["Format", "TEXT", "OPENMETRICS", "MetricWriter", "escape_label_value", "group_label_blocks"]
+__all__ = ["Format", "TEXT", "OPENMETRICS", "MetricWriter", "escape_label_value", "label_blocks"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +49,19 @@ def escape_label_value(value: str) -> str:
     return value
 
 
-def group_label_blocks(cluster: str, group_ids: Iterable[str]) -> list[str]:
-    """Each group's ``cluster="…",group="…"`` label block (values escaped), in the order given: laid out once per
-    scrape and shared by every one-value-per-group metric (:meth:`MetricWriter.group_lines`)."""
-    c = escape_label_value(cluster)
-    return [f'cluster="{c}",group="{escape_label_value(gid)}"' for gid in group_ids]
+def label_blocks(names: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Each row's label block (``name="value",...``, names sorted as both formats print them, values escaped), in
+    the order given: laid out once per scrape and shared by every metric with those labels
+    (:meth:`MetricWriter.keyed_lines`)."""
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    template = ",".join(f'{names[i]}="%s"' for i in order)
+    blocks = []
+    for row in rows:
+        values = [row[i] for i in order]
+        if _needs_escape("".join(values)):
+            values = [escape_label_value(v) for v in values]
+        blocks.append(template % tuple(values))
+    return blocks
 
 
 def _value_text(value: Value, formatted: dict[Value, str]) -> str:
@@ -108,20 +115,21 @@ class MetricWriter:
             append(template % tuple(values))
         return "".join(out)
 
-    def group_lines(self, groups: Sequence[tuple[str, GroupView]], blocks: Sequence[str]) -> str:
-        """The sample lines of a one-value-per-group metric (``spec.group_value``), ``blocks`` being the groups'
-        label blocks (:func:`group_label_blocks`, in the order of ``groups``): the same lines as :meth:`lines`, at
-        half the cost, because a sample is one value call, one format and one string join (a 10,000-group page's
-        group series: 0.13 s against 0.24 s)."""
-        value_of = self.spec.group_value
-        if value_of is None or self.spec.labels != ("cluster", "group"):
-            raise ValueError(f"{self.spec.name} is not a one-value-per-group metric")
+    def keyed_lines(self, items: Sequence, blocks: Sequence[str]) -> str:
+        """The sample lines of a one-value-per-group or per-partition metric (``spec.keyed``): ``items`` what its
+        values are read from and ``blocks`` their label blocks (:func:`label_blocks`, in the same order). The same
+        lines as :meth:`lines` at half the cost, because a sample is one value call, one format and one string
+        join (a 10,000-group page's group series: 0.12 s against 0.24 s)."""
+        keyed = self.spec.keyed
+        if keyed is None or self.spec.labels != keyed.labels:
+            raise ValueError(f"{self.spec.name} is not a one-value-per-group or per-partition metric")
+        value_of = keyed.value
         head = self.spec.name + "{"
         formatted: dict[Value, str] = {}
         out = []
         append = out.append
-        for (_, g), block in zip(groups, blocks):
-            value = value_of(g)
+        for item, block in zip(items, blocks):
+            value = value_of(item)
             if value is None:
                 continue
             append(f"{head}{block}}} {_value_text(value, formatted)}\n")

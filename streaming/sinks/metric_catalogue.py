@@ -25,7 +25,7 @@ from streaming.schema.read_model import GroupView, PartitionView, TopicLagView
 from streaming.sinks.monitor_health import MonitorHealth, OffsetsPartitionHealth
 from streaming.sinks.state_store import StateView
 
-__all__ = ["MetricSpec", "METRICS", "PerGroup", "Scrape", "Scope", "Kind"]
+__all__ = ["MetricSpec", "METRICS", "PerGroup", "PerPartition", "Scrape", "Scope", "Kind", "keyed_items"]
 
 Scope = Literal["group", "partition", "monitor"]
 Kind = Literal["gauge", "counter"]
@@ -78,9 +78,11 @@ class MetricSpec:
     samples: Samples = field(default=lambda s: (), compare=False, repr=False)
 
     @property
-    def group_value(self) -> Callable[[GroupView], Value] | None:
-        """The value function of a one-value-per-group metric (:class:`PerGroup`), else None."""
-        return self.samples.value if isinstance(self.samples, PerGroup) else None
+    def keyed(self) -> "PerGroup | PerPartition | None":
+        """The samples of a one-value-per-group or per-partition metric (:class:`PerGroup`,
+        :class:`PerPartition`) labelled as such, else None."""
+        keyed = self.samples if isinstance(self.samples, (PerGroup, PerPartition)) else None
+        return keyed if keyed is not None and keyed.labels == self.labels else None
 
     @property
     def family_name(self) -> str:
@@ -107,13 +109,27 @@ def _catch_up(catching_up: bool | None, seconds: float | None) -> float | None:
 class PerGroup:
     """The samples of a metric with one value per group, labelled ``(cluster, group)``: most of the page at scale.
     Kept as its value function so that a writer can lay out each group's labels once for all such metrics
-    (:class:`streaming.sinks.metrics_page.MetricsPage`) instead of once per metric and group."""
+    (:meth:`streaming.sinks.exposition.MetricWriter.keyed_lines`) instead of once per metric and group."""
 
     value: Callable[[GroupView], Value]
+    labels = ("cluster", "group")
 
     def __call__(self, s: "Scrape") -> Iterable[tuple[Sequence[str], Value]]:
         value = self.value
         return (([s.cluster, gid], value(g)) for gid, g in s.groups)
+
+
+@dataclass(frozen=True, slots=True)
+class PerPartition:
+    """Like :class:`PerGroup`, one value per committed partition of a group, labelled ``(cluster, group, topic,
+    partition)``: with per-partition series, most of the page."""
+
+    value: Callable[[PartitionView], Value]
+    labels = ("cluster", "group", "topic", "partition")
+
+    def __call__(self, s: "Scrape") -> Iterable[tuple[Sequence[str], Value]]:
+        value = self.value
+        return (([s.cluster, gid, topic, str(n)], value(p)) for gid, topic, n, p in _partitions(s))
 
 
 def _per_group(value: Callable[[GroupView], Value]) -> Samples:
@@ -147,8 +163,17 @@ def _partitions(s: Scrape) -> Iterable[tuple[str, str, int, PartitionView]]:
             yield gid, topic, partition, p
 
 
+def keyed_items(kind: type, s: "Scrape") -> tuple[list, list[tuple[str, ...]]]:
+    """What a :class:`PerGroup` or :class:`PerPartition` metric's values are read from in one scrape, in exposition
+    order, and the label values of each (``kind.labels`` order)."""
+    if kind is PerGroup:
+        return [g for _, g in s.groups], [(s.cluster, gid) for gid, _ in s.groups]
+    rows = list(_partitions(s))
+    return [p for *_, p in rows], [(s.cluster, gid, topic, str(n)) for gid, topic, n, _ in rows]
+
+
 def _per_partition(value: Callable[[PartitionView], Value]) -> Samples:
-    return lambda s: (([s.cluster, gid, topic, str(n)], value(p)) for gid, topic, n, p in _partitions(s))
+    return PerPartition(value)
 
 
 def _latest_offsets(s: Scrape):

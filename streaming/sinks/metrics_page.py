@@ -24,8 +24,8 @@ from prometheus_client import generate_latest as text_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
 from streaming.sinks.collector import GroupscopeCollector
-from streaming.sinks.exposition import OPENMETRICS, TEXT, Format, MetricWriter, group_label_blocks
-from streaming.sinks.metric_catalogue import Scrape
+from streaming.sinks.exposition import OPENMETRICS, TEXT, Format, MetricWriter, label_blocks
+from streaming.sinks.metric_catalogue import Scrape, keyed_items
 
 __all__ = ["MetricsPage", "Page", "page_format"]
 
@@ -112,12 +112,22 @@ class MetricsPage:
 
     def _state_part(self, scrapes: list[Scrape]) -> str:
         fmt = self.fmt
-        # Each group's label block once for all its one-value-per-group metrics (most of the page at scale).
-        blocks = [group_label_blocks(s.cluster, (gid for gid, _ in s.groups)) for s in scrapes]
-        return "".join(
-            w.header(fmt) + "".join(w.group_lines(s.groups, b) if w.spec.group_value is not None
-                                    else w.lines(w.spec.samples(s)) for s, b in zip(scrapes, blocks))
-            for w in self._kept_writers)
+        # Each group's (and partition's) label block once for all its one-value-per-group (per-partition) metrics:
+        # most of the page at scale.
+        keyed: dict[tuple[int, type], tuple[list, list[str]]] = {}
+
+        def items_and_blocks(i: int, kind: type) -> tuple[list, list[str]]:
+            if (i, kind) not in keyed:
+                items, label_values = keyed_items(kind, scrapes[i])
+                keyed[i, kind] = items, label_blocks(kind.labels, label_values)
+            return keyed[i, kind]
+
+        def family(w: MetricWriter) -> str:
+            kind = type(w.spec.keyed) if w.spec.keyed is not None else None
+            return w.header(fmt) + "".join(w.keyed_lines(*items_and_blocks(i, kind)) if kind is not None
+                                           else w.lines(w.spec.samples(s)) for i, s in enumerate(scrapes))
+
+        return "".join(family(w) for w in self._kept_writers)
 
     def _each_scrape_part(self, scrapes: list[Scrape]) -> str:
         text = self._families(self._each_scrape, scrapes)

@@ -10,15 +10,14 @@ counters (named ``x_total`` in 0.0.4 headers, ``x`` in OpenMetrics ones).
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
-from streaming.sinks.exposition import OPENMETRICS, TEXT, MetricWriter, escape_label_value, group_label_blocks
-from streaming.sinks.metric_catalogue import METRICS, MetricSpec, PerGroup
+from streaming.sinks.exposition import OPENMETRICS, TEXT, MetricWriter, escape_label_value, label_blocks
+from streaming.sinks.metric_catalogue import METRICS, MetricSpec, PerGroup, PerPartition
 
 SAMPLES = [
     (["c1", "plain", "orders", "0"], 0),
@@ -107,21 +106,22 @@ def test_label_values_escape_backslash_newline_and_quote(raw, escaped):
     assert escape_label_value(raw) == escaped
 
 
-def test_a_per_group_metric_written_from_label_blocks_is_what_lines_writes():
-    """The page writes one-value-per-group metrics from each group's label block, laid out once: the same lines,
-    escaping, zeros, unknowns and all, as the general writer's."""
-    groups = [(labels[1], value) for labels, value in SAMPLES]  # the "view" of a group is its value here
-    spec = MetricSpec("kafka_consumergroup_x", "gauge", "group", ("cluster", "group"), HELP, PerGroup(lambda v: v))
-    scrape = SimpleNamespace(cluster='c"1', groups=groups)
+@pytest.mark.parametrize("kind", [PerGroup, PerPartition])
+def test_a_keyed_metric_written_from_label_blocks_is_what_lines_writes(kind):
+    """The page writes one-value-per-group and per-partition metrics from each group's (partition's) label block,
+    laid out once: the same lines, escaping, label order, zeros, unknowns and all, as the general writer's."""
+    labels = [row[:len(kind.labels)] for row, _ in SAMPLES]
+    values = [value for _, value in SAMPLES]  # the item a value is read from is the value itself here
+    spec = MetricSpec("kafka_consumergroup_x", "gauge", "group", kind.labels, HELP, kind(lambda v: v))
     writer = MetricWriter(spec)
-    blocks = group_label_blocks(scrape.cluster, (gid for gid, _ in groups))
-    expected = writer.lines(spec.samples(scrape))
+    expected = writer.lines(zip(labels, values))
     assert expected.count("\n") == len(SAMPLES) - 1  # the unknown value is left out
-    assert writer.group_lines(groups, blocks) == expected
+    assert writer.keyed_lines(values, label_blocks(kind.labels, labels)) == expected
 
 
-def test_only_a_per_group_metric_is_written_from_label_blocks():
-    partition_metric = next(m for m in METRICS if m.scope == "partition")
-    with pytest.raises(ValueError, match=partition_metric.name):
-        MetricWriter(partition_metric).group_lines([], [])
-    assert sum(m.group_value is not None for m in METRICS) >= 15  # most group metrics take the shared blocks
+def test_only_a_keyed_metric_is_written_from_label_blocks():
+    monitor_metric = next(m for m in METRICS if m.scope == "monitor")
+    with pytest.raises(ValueError, match=monitor_metric.name):
+        MetricWriter(monitor_metric).keyed_lines([], [])
+    assert sum(isinstance(m.keyed, PerGroup) for m in METRICS) >= 15  # most group metrics take the shared blocks
+    assert sum(isinstance(m.keyed, PerPartition) for m in METRICS) >= 4
