@@ -247,6 +247,7 @@ def main() -> None:
         spans = _stage_spans(job.spark)
         job.request_stop()
         job.stop()
+        del p  # the producer closes before the broker stops, not retrying it on the terminal afterwards
     every = "every second" if args.commit_every == 1 else f"every {args.commit_every} s"
     print(f"commit-to-metric latency, {args.groups} background groups committing {every} "
           f"({args.groups // args.commit_every + 1:,} commits/s); {batches} batches in {sampled_s:.0f} s of sampling "
