@@ -60,10 +60,10 @@ class BulkWrite:
     def rows(self, shard: int, tables: dict[str, pa.Table]) -> list[tuple[int, str, bytes]]:
         out: list[tuple[int, str, bytes]] = []
         for kind, table in tables.items():
-            if kind in self.tables and 0 < table.num_rows < self.inline_below and kind not in self.also_to_driver:
-                out.append((shard, UNWRITTEN_PREFIX + kind, encode_table(table)))
-                continue
             if kind in self.tables:
+                if 0 < table.num_rows < self.inline_below and kind not in self.also_to_driver:
+                    out.append((shard, UNWRITTEN_PREFIX + kind, encode_table(table)))
+                    continue
                 actions = write_data_files(f"{self.delta_root}/{kind}", table.cast(TABLES[kind]),
                                            PARTITION_COLUMNS[kind])
                 out.append((shard, FILES_PREFIX + kind, json.dumps(actions).encode()))

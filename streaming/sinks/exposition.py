@@ -121,7 +121,7 @@ class MetricWriter:
         lines as :meth:`lines` at half the cost, because a sample is one value call, one format and one string
         join (a 10,000-group page's group series: 0.12 s against 0.24 s)."""
         keyed = self.spec.keyed
-        if keyed is None or self.spec.labels != keyed.labels:
+        if keyed is None:
             raise ValueError(f"{self.spec.name} is not a one-value-per-group or per-partition metric")
         value_of = keyed.value
         head = self.spec.name + "{"

@@ -25,7 +25,7 @@ from streaming.schema.read_model import GroupView, PartitionView, TopicLagView
 from streaming.sinks.monitor_health import MonitorHealth, OffsetsPartitionHealth
 from streaming.sinks.state_store import StateView
 
-__all__ = ["MetricSpec", "METRICS", "PerGroup", "PerPartition", "Scrape", "Scope", "Kind", "keyed_items"]
+__all__ = ["MetricSpec", "METRICS", "PerGroup", "PerPartition", "Scrape", "Scope", "Kind"]
 
 Scope = Literal["group", "partition", "monitor"]
 Kind = Literal["gauge", "counter"]
@@ -114,9 +114,14 @@ class PerGroup:
     value: Callable[[GroupView], Value]
     labels = ("cluster", "group")
 
+    @staticmethod
+    def rows(s: "Scrape") -> tuple[list[GroupView], list[tuple[str, ...]]]:
+        """What the values are read from in one scrape, in exposition order, and the label values of each."""
+        return [g for _, g in s.groups], [(s.cluster, gid) for gid, _ in s.groups]
+
     def __call__(self, s: "Scrape") -> Iterable[tuple[Sequence[str], Value]]:
-        value = self.value
-        return (([s.cluster, gid], value(g)) for gid, g in s.groups)
+        items, labels = self.rows(s)
+        return zip(labels, map(self.value, items))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +132,15 @@ class PerPartition:
     value: Callable[[PartitionView], Value]
     labels = ("cluster", "group", "topic", "partition")
 
+    @staticmethod
+    def rows(s: "Scrape") -> tuple[list[PartitionView], list[tuple[str, ...]]]:
+        """What the values are read from in one scrape, in exposition order, and the label values of each."""
+        rows = list(_partitions(s))
+        return [p for *_, p in rows], [(s.cluster, gid, topic, str(n)) for gid, topic, n, _ in rows]
+
     def __call__(self, s: "Scrape") -> Iterable[tuple[Sequence[str], Value]]:
-        value = self.value
-        return (([s.cluster, gid, topic, str(n)], value(p)) for gid, topic, n, p in _partitions(s))
+        items, labels = self.rows(s)
+        return zip(labels, map(self.value, items))
 
 
 def _per_group(value: Callable[[GroupView], Value]) -> Samples:
@@ -161,15 +172,6 @@ def _partitions(s: Scrape) -> Iterable[tuple[str, str, int, PartitionView]]:
     for gid, _ in s.groups:
         for (topic, partition), p in sorted(s.view.partitions.get(gid, {}).items()):
             yield gid, topic, partition, p
-
-
-def keyed_items(kind: type, s: "Scrape") -> tuple[list, list[tuple[str, ...]]]:
-    """What a :class:`PerGroup` or :class:`PerPartition` metric's values are read from in one scrape, in exposition
-    order, and the label values of each (``kind.labels`` order)."""
-    if kind is PerGroup:
-        return [g for _, g in s.groups], [(s.cluster, gid) for gid, _ in s.groups]
-    rows = list(_partitions(s))
-    return [p for *_, p in rows], [(s.cluster, gid, topic, str(n)) for gid, topic, n, _ in rows]
 
 
 def _per_partition(value: Callable[[PartitionView], Value]) -> Samples:

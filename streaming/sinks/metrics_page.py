@@ -25,7 +25,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 
 from streaming.sinks.collector import GroupscopeCollector
 from streaming.sinks.exposition import OPENMETRICS, TEXT, Format, MetricWriter, label_blocks
-from streaming.sinks.metric_catalogue import Scrape, keyed_items
+from streaming.sinks.metric_catalogue import Scrape
 
 __all__ = ["MetricsPage", "Page", "page_format"]
 
@@ -118,12 +118,13 @@ class MetricsPage:
 
         def items_and_blocks(i: int, kind: type) -> tuple[list, list[str]]:
             if (i, kind) not in keyed:
-                items, label_values = keyed_items(kind, scrapes[i])
+                items, label_values = kind.rows(scrapes[i])
                 keyed[i, kind] = items, label_blocks(kind.labels, label_values)
             return keyed[i, kind]
 
         def family(w: MetricWriter) -> str:
-            kind = type(w.spec.keyed) if w.spec.keyed is not None else None
+            keyed_samples = w.spec.keyed
+            kind = type(keyed_samples) if keyed_samples is not None else None
             return w.header(fmt) + "".join(w.keyed_lines(*items_and_blocks(i, kind)) if kind is not None
                                            else w.lines(w.spec.samples(s)) for i, s in enumerate(scrapes))
 
