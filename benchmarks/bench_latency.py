@@ -2,8 +2,8 @@
 
 A broker and the real job (heartbeat emitter, Spark, Delta, metrics endpoint) run; every second each of ``--groups``
 background groups commits one partition (with ``--commit-every S``, a 1/S share of them in turn: each group every S
-seconds) and a probe group commits a new offset, all produced to
-``__consumer_offsets``, and ``/metrics`` is polled the way a Prometheus server asks for it (OpenMetrics, gzip) until
+seconds), produced to ``__consumer_offsets`` by a process of its own, spread evenly over the second. For each sample,
+after a random pause of up to a second, a probe group commits a new offset and ``/metrics`` is polled the way a Prometheus server asks for it (OpenMetrics, gzip) until
 the probe's group series (``kafka_consumergroup_last_commit_timestamp_seconds``) shows it, and with
 ``--partition-metrics`` (the opt-in per-partition series) its partition's series too
 (``kafka_consumergroup_current_offset{topic="bench-events",partition="0"}``). Prints p50/p99/max of each, the job's
@@ -23,8 +23,10 @@ Kafka lets write to its internal topics); ``--kafka mock`` uses librdkafka's moc
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -50,6 +52,96 @@ from streaming.sinks.delta import DeltaSink  # noqa: E402
 from bench_catchup import OFFSETS_TOPIC, newest_cached_kafka, open_broker  # noqa: E402
 
 EVENTS = "bench-events"
+SLICES = 20  # the background load's sends per second
+
+
+def probe_and_scrape(producer: dict, url: str, samples: int, warm_up: float, scrape_interval: float,
+                     partition_metrics: bool, results) -> None:
+    """The probe group commits a new offset and ``/metrics`` is scraped until it shows it, ``samples`` times after
+    ``warm_up`` seconds of a commit a second; puts (group latencies, partition latencies, scrape times) on
+    ``results``."""
+    p = Producer(producer)
+    # The page writes labels sorted by name: a plain substring search finds the probe's lines.
+    group_line = b'\nkafka_consumergroup_last_commit_timestamp_seconds{cluster="latency",group="probe"} '
+    partition_line = (b'\nkafka_consumergroup_current_offset{cluster="latency",group="probe",partition="0",'
+                      b'topic="bench-events"} ')
+    # What a Prometheus server asks for: OpenMetrics, gzipped.
+    headers = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+               "Accept-Encoding": "gzip"}
+    probe_partition = partition_for("probe", 50)
+
+    def figure(page: bytes, line: bytes) -> float | None:
+        at = page.find(line)
+        if at < 0:
+            return None
+        start = at + len(line)
+        return float(page[start:page.index(b"\n", start)])
+
+    def commit(offset: int) -> int:
+        now_ms = int(time.time() * 1000)
+        k, v = encode_record(new_offset_commit("probe", EVENTS, 0, offset, commit_timestamp=now_ms))
+        p.produce(OFFSETS_TOPIC, key=k, value=v, partition=probe_partition)
+        p.flush(10)
+        return now_ms
+
+    offset = 0
+    warm_until = time.time() + warm_up  # Spark session, first batches, every group known
+    while time.time() < warm_until:
+        offset += 1
+        commit(offset)
+        time.sleep(1.0)
+    latencies, partition_latencies, scrapes = [], [], []
+    phase = random.Random(7)
+    for _ in range(samples):
+        # a random pause first, so the samples fall at every point of the job's trigger cycle alike
+        time.sleep(phase.uniform(0.0, 1.0))
+        offset += 1
+        now_ms = commit(offset)
+        sent = time.time()
+        group_seen = partition_seen = None
+        while time.time() - sent < 30 and (group_seen is None or (partition_metrics and partition_seen is None)):
+            asked = time.time()
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as resp:
+                page = resp.read()
+                if resp.headers.get("Content-Encoding") == "gzip":
+                    page = zlib.decompress(page, wbits=31)
+            scrapes.append(time.time() - asked)
+            now = time.time()
+            seen_ms = figure(page, group_line)
+            if group_seen is None and seen_ms is not None and abs(seen_ms * 1000 - now_ms) < 1:
+                group_seen = now - sent
+            if partition_seen is None and figure(page, partition_line) == offset:
+                partition_seen = now - sent
+            time.sleep(scrape_interval)
+        if group_seen is not None:
+            latencies.append(group_seen)
+        if partition_seen is not None:
+            partition_latencies.append(partition_seen)
+    p.flush(10)
+    results.put((latencies, partition_latencies, scrapes))
+
+
+def background_load(producer: dict, groups: int, commit_every: int, stop) -> None:
+    """Every second, the round's share of ``groups`` background groups commit one partition each (each group every
+    ``commit_every`` s), in ``SLICES`` even slices over the second, until ``stop`` is set."""
+    p = Producer(producer)
+    parent = multiprocessing.parent_process()
+    names = [(f"bg-{g}", partition_for(f"bg-{g}", 50)) for g in range(groups)]
+    started = time.time()
+    tick = 0
+    while not stop.is_set() and parent.is_alive():  # not past a bench that was killed
+        second, slice_ = divmod(tick, SLICES)
+        now_ms = int(time.time() * 1000)
+        for g in range(slice_, groups, SLICES):
+            if g % commit_every != second % commit_every:
+                continue
+            group, partition = names[g]
+            k, v = encode_record(new_offset_commit(group, EVENTS, g % 10, second, commit_timestamp=now_ms))
+            p.produce(OFFSETS_TOPIC, key=k, value=v, partition=partition)
+        p.poll(0)
+        tick += 1
+        time.sleep(max(0.0, started + tick / SLICES - time.time()))
+    p.flush(10)
 
 
 def _timed(method, times: list[float], spans: list[tuple[float, float]] | None = None):
@@ -63,6 +155,31 @@ def _timed(method, times: list[float], spans: list[tuple[float, float]] | None =
             if spans is not None:
                 spans.append((wall, time.time()))
     return timed
+
+
+class _GcTimes:
+    """The time this process (the job's driver) spends in Python's cyclic garbage collector, per generation."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.reset()
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def reset(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.count[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._started
+
+    def summary(self) -> str:
+        return ", ".join(f"generation {g} {n} in {s:.2f} s" for g, (n, s) in enumerate(zip(self.count, self.seconds)))
 
 
 def _stage_spans(spark) -> list[tuple[str, int, int, int]]:
@@ -159,6 +276,7 @@ def main() -> None:
                                 (ClusterFeed, "apply", "metrics state")):
             setattr(cls, name, _timed(getattr(cls, name), driver_parts[part],
                                       handle_spans if part == "handle" else None))
+        collections = _GcTimes()
         job = GroupscopeJob(settings, install_signal_handlers=False)
         job.start()
         import threading
@@ -168,75 +286,28 @@ def main() -> None:
         producer = {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "log_level": 3}
         if not broker.mock:
             producer["client.id"] = "__admin_client"  # Kafka accepts produce requests to its internal topics from it
-        p = Producer(producer)
-        # The page writes labels sorted by name; a plain substring search keeps the scraper off the GIL the job's
-        # driver (in this process) needs.
-        group_line = b'\nkafka_consumergroup_last_commit_timestamp_seconds{cluster="latency",group="probe"} '
-        partition_line = (b'\nkafka_consumergroup_current_offset{cluster="latency",group="probe",partition="0",'
-                          b'topic="bench-events"} ')
-        # What a Prometheus server asks for: OpenMetrics, gzipped.
-        headers = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
-                   "Accept-Encoding": "gzip"}
-
-        def figure(page: bytes, line: bytes) -> float | None:
-            at = page.find(line)
-            if at < 0:
-                return None
-            start = at + len(line)
-            return float(page[start:page.index(b"\n", start)])
-
-        latencies, partition_latencies, scrapes = [], [], []
-        background = [(f"bg-{g}", partition_for(f"bg-{g}", 50)) for g in range(args.groups)]
-
-        def commit_round(i: int) -> int:
-            now_ms = int(time.time() * 1000)
-            for g, (group, partition) in enumerate(background):
-                if g % args.commit_every != i % args.commit_every:
-                    continue
-                k, v = encode_record(new_offset_commit(group, EVENTS, g % 10, i, commit_timestamp=now_ms))
-                p.produce(OFFSETS_TOPIC, key=k, value=v, partition=partition)
-                if g % 10_000 == 9_999:
-                    p.poll(0)
-            k, v = encode_record(new_offset_commit("probe", EVENTS, 0, i, commit_timestamp=now_ms))
-            p.produce(OFFSETS_TOPIC, key=k, value=v, partition=partition_for("probe", 50))
-            p.flush(10)
-            return now_ms
-
+        # The background load and the probe with its scrapes run in processes of their own, as consumers and a
+        # Prometheus server do: this process is the job's driver, and a scraper here would hold the GIL it needs.
+        spawn = multiprocessing.get_context("spawn")
+        stop, results = spawn.Event(), spawn.Queue()
+        load = spawn.Process(target=background_load, args=(producer, args.groups, args.commit_every, stop),
+                             daemon=True)
+        probe = spawn.Process(target=probe_and_scrape, daemon=True,
+                              args=(producer, url, args.samples, args.warm_up, args.scrape_interval,
+                                    args.partition_metrics, results))
+        load.start()
+        probe.start()
         warm_until = time.time() + args.warm_up  # Spark session, first batches, every group known
-        i = 0
-        while time.time() < warm_until:
-            started = time.time()
-            commit_round(i)
-            i += 1
-            time.sleep(max(0.0, 1.0 - (time.time() - started)))
+        time.sleep(max(0.0, warm_until - time.time()))
         batches_before = job.status.batches
         for times in driver_parts.values():
             times.clear()
         sampling_started = time.time()
-        for i in range(i, i + args.samples):
-            now_ms = commit_round(i)
-            sent = time.time()
-            group_seen = partition_seen = None
-            awaited = lambda: group_seen is None or (args.partition_metrics and partition_seen is None)  # noqa: E731
-            while time.time() - sent < 30 and awaited():
-                asked = time.time()
-                with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as resp:
-                    page = resp.read()
-                    if resp.headers.get("Content-Encoding") == "gzip":
-                        page = zlib.decompress(page, wbits=31)
-                scrapes.append(time.time() - asked)
-                now = time.time()
-                seen_ms = figure(page, group_line)
-                if group_seen is None and seen_ms is not None and abs(seen_ms * 1000 - now_ms) < 1:
-                    group_seen = now - sent
-                if partition_seen is None and figure(page, partition_line) == i:
-                    partition_seen = now - sent
-                time.sleep(args.scrape_interval)
-            if group_seen is not None:
-                latencies.append(group_seen)
-            if partition_seen is not None:
-                partition_latencies.append(partition_seen)
-            time.sleep(max(0.0, 1.0 - (time.time() - sent)))
+        collections.reset()
+        latencies, partition_latencies, scrapes = results.get(timeout=args.warm_up + args.samples * 32 + 60)
+        stop.set()
+        load.join(10)
+        probe.join(10)
         batches = job.status.batches - batches_before
         sampled_s = time.time() - sampling_started
         # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
@@ -247,7 +318,6 @@ def main() -> None:
         spans = _stage_spans(job.spark)
         job.request_stop()
         job.stop()
-        del p  # the producer closes before the broker stops, not retrying it on the terminal afterwards
     every = "every second" if args.commit_every == 1 else f"every {args.commit_every} s"
     print(f"commit-to-metric latency, {args.groups} background groups committing {every} "
           f"({args.groups // args.commit_every + 1:,} commits/s); {batches} batches in {sampled_s:.0f} s of sampling "
@@ -261,6 +331,7 @@ def main() -> None:
               "Spark's parts of them, median (ms): " + ", ".join(
                   f"{k} {statistics.median(d.get(k, 0) for d in recent):.0f}" for k in sorted({k for d in recent
                                                                                                for k in d})))
+    print(f"  the driver's garbage collections while sampling: {collections.summary()}")
     if driver_parts["handle"]:
         print("  the driver's parts of a batch, median / max (s): " + ", ".join(
             f"{part} {statistics.median(t):.3f} / {max(t):.3f}" for part, t in driver_parts.items() if t))

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.api import ApiServer, ClusterInfo, ClusterSource
-from streaming.job.batch_sink import BatchResult, partition_rows_for_metrics, table_rows
+from streaming.job.batch_sink import BatchResult, partition_rows_for_metrics
 from streaming.config import Settings
 from streaming.schema.read_model import BatchView
 from streaming.sinks.metrics_server import MetricsServer
@@ -76,7 +76,8 @@ class ClusterFeed:
 def read_view(result: BatchResult, *, keep_partitions: bool = True) -> BatchView:
     """The batch as the driver's read model, built once here for every reader (``/metrics``, the API, the live
     view). Partition rows are turned into Python values only when the driver keeps them."""
-    return BatchView.of_rows(table_rows(result, "groups"),
+    groups = result.tables.get("groups")
+    return BatchView.of_rows(() if groups is None else groups,
                              partition_rows_for_metrics(result) if keep_partitions else None, _metric_events(result))
 
 

@@ -343,6 +343,7 @@ class GroupscopeJob:
         self.failure: Exception | None = None  # why run() ended on its own (Spark's JVM exited), for a caller's view
         self.stop_reason: str | None = None  # the signal that asked for the stop, said when it begins
         self._stop_said = self._stopped_said = False
+        self._heap_settled = False  # see streaming.driver.heap
 
     # The first (or only) cluster's parts, by their single-cluster names.
     first = property(lambda self: self.clusters[0])
@@ -477,6 +478,11 @@ class GroupscopeJob:
 
     def _after_batch(self, result: BatchResult, run: ClusterRun | None = None) -> None:
         (run or self.first).after_batch(result)
+        if not self._heap_settled:
+            from streaming.driver import heap
+
+            heap.settle()  # once, after the first batch: everything the job needed to get going is loaded
+            self._heap_settled = True
         if self.on_batch is not None:
             self.on_batch(result)
 

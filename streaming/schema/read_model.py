@@ -90,6 +90,11 @@ def _interned(value: Any) -> str | None:
     return sys.intern(str(value)) if value else None
 
 
+def _cause(row: Mapping[str, Any]) -> tuple[str, int]:
+    """A (rebalance cause, rebalances) pair of a ``rebalance_causes`` item."""
+    return str(row["cause"]), _int(row.get("rebalances")) or 0
+
+
 def judged_status(name: Any, lag: int | None) -> Status | None:
     """The status by name, or None where it is OK only because no log end offset is known (``lag`` is None) or
     the name is not one this version knows."""
@@ -120,6 +125,14 @@ class MemberView:
                    _text(row.get("instance_id")), _int(row.get("partitions")) or 0, _int(row.get("member_epoch")),
                    _text(row.get("state")))
 
+    @classmethod
+    def of_columns(cls, columns: _TableColumns) -> list[MemberView]:
+        """Every member of a table of member structs, as :meth:`of_row` of each."""
+        return [cls(*values) for values in zip(
+            columns.texts("member_id", missing=""), columns.texts("client_id", missing=""),
+            columns.texts("host", missing=""), columns.texts("instance_id"), columns.counts("partitions"),
+            columns.ints("member_epoch"), columns.texts("state"))]
+
 
 @dataclass(frozen=True, slots=True)
 class TopicLagView:
@@ -129,6 +142,17 @@ class TopicLagView:
     sum_lag: int | None
     max_lag: int | None
     max_lag_seconds: float | None
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> TopicLagView:
+        return cls(str(row["topic"]), _int(row.get("sum_lag")), _int(row.get("max_lag")),
+                   _float(row.get("max_lag_seconds")))
+
+    @classmethod
+    def of_columns(cls, columns: _TableColumns) -> list[TopicLagView]:
+        """Every topic of a table of topic structs, as :meth:`of_row` of each."""
+        return [cls(*values) for values in zip(map(str, columns.values("topic")), columns.ints("sum_lag"),
+                                                columns.ints("max_lag"), columns.floats("max_lag_seconds"))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +230,7 @@ class GroupView:
             member_count=_int(row.get("member_count")),
             members=tuple(MemberView.of_row(m) for m in row.get("members") or ()),
             partition_count=_int(row.get("partition_count")),
-            topics=tuple(TopicLagView(str(t["topic"]), _int(t.get("sum_lag")), _int(t.get("max_lag")),
-                                      _float(t.get("max_lag_seconds"))) for t in row.get("topics") or ()),
+            topics=tuple(TopicLagView.of_row(t) for t in row.get("topics") or ()),
             sum_lag=sum_lag,
             max_lag=_int(row.get("max_lag")),
             max_lag_seconds=_float(row.get("max_lag_seconds")),
@@ -224,8 +247,7 @@ class GroupView:
             storm_active=bool(row.get("storm_active")),
             partitions_moved=_int(row.get("partitions_moved")) or 0,
             last_partitions_moved=_int(row.get("last_partitions_moved")),
-            rebalance_causes=tuple((str(c["cause"]), _int(c.get("rebalances")) or 0)
-                                   for c in row.get("rebalance_causes") or ()),
+            rebalance_causes=tuple(_cause(c) for c in row.get("rebalance_causes") or ()),
             verdict=_text(row.get("verdict")) or None,
             verdict_reason=_text(row.get("verdict_reason")) or None,
             last_rebalance_ms=epoch_ms(row.get("last_rebalance_time")),
@@ -238,6 +260,46 @@ class GroupView:
             catching_up=_bool(row.get("catching_up")),
         )
 
+    @classmethod
+    def of_table(cls, table: Any) -> tuple[GroupView, ...]:
+        """The groups of a ``GROUPS`` Arrow table, equal to :meth:`of_row` of each of its rows.
+
+        Column by column: a 10,000-group batch reaches the driver as one table, and turning it into row dicts first
+        (a dict of 45 entries per group, each value coerced on its own) took most of the driver's hand-over of a
+        batch; here each column becomes Python values once, already of the view's types where Arrow's type is.
+
+        Raises:
+            ValueError: a row without ``group_id``.
+        """
+        n = table.num_rows
+        if n == 0:
+            return ()
+        col = _TableColumns(table)
+        ids = col.values("group_id")
+        if None in ids or "" in ids:
+            bad = ids.index(None if None in ids else "")
+            raise ValueError(f"row without group_id: {table.slice(bad, 1).to_pylist()[0]!r}")
+        sum_lag = col.ints("sum_lag")
+        status = [judged_status(name, lag) for name, lag in zip(col.values("status"), sum_lag)]
+        members = col.nested("members", MemberView.of_row, MemberView.of_columns)
+        topics = col.nested("topics", TopicLagView.of_row, TopicLagView.of_columns)
+        causes = col.nested("rebalance_causes", _cause, lambda c: list(zip(map(str, c.values("cause")),
+                                                                           c.counts("rebalances"))))
+        columns = (
+            map(str, ids), col.ints("shard"), col.texts("group_type"), col.texts("state"),
+            col.texts("protocol_type"), col.texts("assignor"), col.ints("generation"),
+            col.ints("assignment_epoch"), col.texts("leader"), col.ints("member_count"), members,
+            col.ints("partition_count"), topics, sum_lag, col.ints("max_lag"), col.floats("max_lag_seconds"),
+            col.flags("max_lag_seconds_lower_bound"), col.texts("max_lag_seconds_method"), status,
+            col.texts("status_reason"), col.counts("data_loss_partitions"), col.counts("rebalances"),
+            col.counts("storms"), col.counts("rolling_restarts"), col.counts("scale_outs"), col.counts("scale_ins"),
+            col.flags("storm_active"), col.counts("partitions_moved"), col.ints("last_partitions_moved"), causes,
+            col.texts("verdict", empty_is_none=True), col.texts("verdict_reason", empty_is_none=True),
+            col.times("last_rebalance_time"), col.times("last_commit_time"), col.times("state_time"),
+            col.flags("is_simple"), col.flags("deleted"), col.times("updated_time"),
+            col.floats("catch_up_seconds"), col.maybe_flags("catching_up"))
+        return tuple(cls(*values) for values in zip(*columns))
+
     @property
     def judged(self) -> bool:
         """Whether the group has a status: False while no log end offset is known for its partitions."""
@@ -245,6 +307,105 @@ class GroupView:
 
     def members_by_id(self) -> dict[str, MemberView]:
         return {m.member_id: m for m in self.members if m.member_id}
+
+
+class _TableColumns:
+    """The columns of one Arrow table as Python values coerced as the ``of_row`` methods coerce one value (a column
+    the table lacks is None in every row): where Arrow's type already is the view's, the values are taken as they
+    come, and only other types (tables written by older versions) go value by value."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.n = table.num_rows
+
+    def _column(self, name: str):
+        import pyarrow as pa
+
+        if name not in self.table.column_names:
+            return None
+        column = self.table.column(name)
+        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def values(self, name: str) -> list:
+        column = self._column(name)
+        return [None] * self.n if column is None else column.to_pylist()
+
+    def _typed(self, column, is_type, coerce, fill: Any = None) -> list:
+        import pyarrow.compute as pc
+
+        if column is None:
+            return [coerce(None)] * self.n
+        if not is_type(column.type):
+            return [coerce(v) for v in column.to_pylist()]
+        if fill is not None:
+            column = pc.fill_null(column, fill)
+        return column.to_pylist()
+
+    def ints(self, name: str) -> list:
+        import pyarrow as pa
+
+        return self._typed(self._column(name), pa.types.is_integer, _int)
+
+    def counts(self, name: str) -> list:
+        import pyarrow as pa
+
+        return self._typed(self._column(name), pa.types.is_integer, lambda v: _int(v) or 0, fill=0)
+
+    def texts(self, name: str, *, empty_is_none: bool = False, missing: str | None = None) -> list:
+        """``empty_is_none``: "" is None too; ``missing``: what None (and "") becomes, if not None."""
+        import pyarrow as pa
+
+        values = self._typed(self._column(name), pa.types.is_string, _text)
+        if missing is not None:
+            return [v or missing for v in values]
+        return [v or None for v in values] if empty_is_none else values
+
+    def floats(self, name: str) -> list:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = self._column(name)
+        if column is not None and pa.types.is_floating(column.type):
+            column = pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+        return self._typed(column, pa.types.is_floating, _float)
+
+    def flags(self, name: str) -> list:
+        import pyarrow as pa
+
+        return self._typed(self._column(name), pa.types.is_boolean, bool, fill=False)
+
+    def maybe_flags(self, name: str) -> list:
+        import pyarrow as pa
+
+        return self._typed(self._column(name), pa.types.is_boolean, _bool)
+
+    def times(self, name: str) -> list:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = self._column(name)
+        if column is not None and pa.types.is_timestamp(column.type):
+            # the cast the batch's rows always had (streaming.job.batch_sink.table_rows): to whole milliseconds
+            column = pc.cast(pc.cast(column, pa.timestamp("ms", column.type.tz), safe=False), pa.int64())
+        return self._typed(column, pa.types.is_integer, epoch_ms)
+
+    def nested(self, name: str, of_item, of_columns) -> list[tuple]:
+        """A list-of-structs column as a tuple per row of the items its list holds: ``of_columns`` builds every
+        item of the table at once from the struct's columns (a :class:`_TableColumns`), ``of_item`` one item from a
+        dict where the column is of another type."""
+        import pyarrow as pa
+
+        column = self._column(name)
+        if column is None:
+            return [()] * self.n
+        if (not pa.types.is_list(column.type) or not pa.types.is_struct(column.type.value_type)
+                or column.null_count):
+            return [tuple(of_item(item) for item in row or ()) for row in column.to_pylist()]
+        items = pa.Table.from_batches([pa.RecordBatch.from_struct_array(column.flatten())])
+        built = of_columns(_TableColumns(items))
+        offsets = column.offsets.to_pylist()
+        first = offsets[0]  # a sliced array's offsets count from its parent's start
+        return [tuple(built[a - first:b - first]) for a, b in zip(offsets, offsets[1:])]
 
 
 class PartitionView(NamedTuple):
@@ -350,15 +511,17 @@ class BatchView:
     activity: Mapping[str, GroupActivity] = field(default_factory=dict)
 
     @classmethod
-    def of_rows(cls, group_rows: Iterable[Mapping[str, Any]] = (),
+    def of_rows(cls, group_rows: Iterable[Mapping[str, Any]] | Any = (),
                 partition_rows: Iterable[Mapping[str, Any]] | None = None,
                 event_rows: Iterable[Mapping[str, Any]] = ()) -> BatchView:
-        """The batch of ``GROUPS``, ``LAG`` and ``GROUP_EVENTS`` rows (any may be empty).
+        """The batch of ``GROUPS``, ``LAG`` and ``GROUP_EVENTS`` rows (any may be empty); the group rows may be a
+        ``GROUPS`` Arrow table (:meth:`GroupView.of_table`).
 
         Raises:
             ValueError: a row without ``group_id``, or a partition row without topic or partition.
         """
-        groups = tuple(GroupView.of_row(r) for r in group_rows)
+        groups = GroupView.of_table(group_rows) if hasattr(group_rows, "column_names") else \
+            tuple(GroupView.of_row(r) for r in group_rows)
         partitions: dict[str, dict[tuple[str, int], PartitionView]] = {}
         for r in partition_rows or ():
             gid = r.get("group_id")

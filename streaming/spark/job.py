@@ -136,7 +136,9 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
     ranges = RangeRead({str(k): str(v) for k, v in settings.kafka.items()}, src.read_timeout_seconds,
                        "read_committed", src.reader) if in_steps else None
     out = keyed.groupBy("shard").applyInPandasWithState(
-        make_state_function(step_config(settings), timeout_ms, bulk_write, ranges),
+        make_state_function(step_config(settings), timeout_ms, bulk_write, ranges,
+                            keep_steps=spark.sparkContext.getConf().get("spark.python.worker.reuse", "true")
+                            .strip().lower() == "true"),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",

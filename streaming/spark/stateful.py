@@ -4,7 +4,7 @@ Thin on purpose: it turns Spark's pandas chunks into one Arrow table (unpacking 
 :mod:`streaming.job.packed`), restores the shard's state, runs the step and
 returns the step's output tables as Arrow IPC payloads. Where Python workers are reused across batches
 (``spark.python.worker.reuse: true``; groupscope's default is a fresh worker per task, see
-:mod:`streaming.spark.session`), the last restored step is kept per shard and reused when Spark hands back exactly
+:mod:`streaming.spark.session`), the last step is kept per shard and reused when Spark hands back exactly
 the state bytes it last produced (no unpickling of a shard that did not move).
 """
 
@@ -26,10 +26,12 @@ _CACHE: dict[int, tuple[bytes, ShardStep]] = {}
 
 
 def make_state_function(config: StepConfig, timeout_ms: int | None, bulk: BulkWrite | None = None,
-                        ranges: RangeRead | None = None):
+                        ranges: RangeRead | None = None, *, keep_steps: bool = True):
     """``bulk``: the tables this function writes as Delta data files itself (see :mod:`streaming.job.bulk_files`);
     ``ranges``: how to read the records of the range markers among the chunks (see
-    :func:`streaming.job.packed.pack_ranges`)."""
+    :func:`streaming.job.packed.pack_ranges`); ``keep_steps``: keep each shard's last step for the next batch
+    (only where workers are reused: a worker of one task sees each shard once, and keeping the steps it ran
+    would only hold their models in memory until it exits)."""
 
     def run_shard(key, chunks: Iterator, state) -> Iterator:
         import pandas as pd
@@ -62,7 +64,8 @@ def make_state_function(config: StepConfig, timeout_ms: int | None, bulk: BulkWr
         tables, health = step.process(table)
         new_state = step.state()
         health = replace(health, state_bytes=len(new_state))
-        _CACHE[shard] = (new_state, step)
+        if keep_steps:
+            _CACHE[shard] = (new_state, step)
         state.update((new_state,))
         if timeout_ms is not None:  # None: the query has no timeouts (a backfill: nothing arrives later)
             state.setTimeoutDuration(timeout_ms)

@@ -10,7 +10,7 @@ import logging
 import pyarrow as pa
 import pytest
 
-from streaming.job.batch_sink import (FILES_PREFIX, BatchResult, BatchSink, collect_outputs, decode_health, decode_table,
+from streaming.job.batch_sink import (COMPRESS_FROM_BYTES, FILES_PREFIX, BatchResult, BatchSink, collect_outputs, decode_health, decode_table,
                                       encode_health, encode_table, partition_rows_for_metrics, table_rows)
 from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
@@ -31,14 +31,27 @@ def _lag_rows(shard: int, partitions: list[int]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=LAG)
 
 
-def test_a_table_survives_its_trip_as_a_compressed_payload():
-    table = pa.table({"group_id": ["payments-consumer"] * 2000, "n": pa.array(range(2000), pa.int64())})
-    payload = encode_table(table)
-    assert decode_table(payload).equals(table)
+def _plain_size(table: pa.Table) -> int:
     plain = pa.BufferOutputStream()
     with pa.ipc.new_stream(plain, table.schema) as writer:
         writer.write_table(table)
-    assert len(payload) < plain.getvalue().size / 2, "repeated names compress: fewer bytes cross Spark"
+    return plain.getvalue().size
+
+
+def test_a_large_table_survives_its_trip_as_a_compressed_payload():
+    rows = 100_000
+    table = pa.table({"group_id": ["payments-consumer"] * rows, "n": pa.array(range(rows), pa.int64())})
+    assert table.nbytes >= COMPRESS_FROM_BYTES
+    payload = encode_table(table)
+    assert decode_table(payload).equals(table)
+    assert len(payload) < _plain_size(table) / 2, "repeated names compress: fewer bytes cross Spark"
+
+
+def test_a_small_table_travels_uncompressed():
+    table = pa.table({"group_id": ["payments-consumer"] * 70, "n": pa.array(range(70), pa.int64())})
+    payload = encode_table(table)
+    assert decode_table(payload).equals(table)
+    assert len(payload) == _plain_size(table), "a shard's few rows: not worth LZ4's cost per buffer"
 
 
 def test_health_survives_its_trip():

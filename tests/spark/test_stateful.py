@@ -116,7 +116,8 @@ def test_the_state_continues_from_batch_to_batch():
     assert out["health"][0].last_offset == 1
 
 
-def test_the_last_step_is_reused_only_for_exactly_the_state_it_produced(monkeypatch):
+def _steps_built(monkeypatch) -> list[bytes | None]:
+    """The state bytes each step the function builds is restored from, in order (None: a new shard)."""
     built: list[bytes | None] = []
     real = stateful.ShardStep
 
@@ -125,6 +126,11 @@ def test_the_last_step_is_reused_only_for_exactly_the_state_it_produced(monkeypa
         return real(shard, config, stored)
 
     monkeypatch.setattr(stateful, "ShardStep", counting)
+    return built
+
+
+def test_the_last_step_is_reused_only_for_exactly_the_state_it_produced(monkeypatch):
+    built = _steps_built(monkeypatch)
     run = make_state_function(StepConfig(), 1000)
     state = _State()
     list(run((SHARD,), iter([_packed(_source([(0, 5)]))]), state))
@@ -158,3 +164,13 @@ def test_range_markers_without_a_reader_are_an_error_not_a_silent_gap():
     marker = pa.Table.from_batches([pack_ranges([OffsetRange("__consumer_offsets", SHARD, 0, 5)])]).to_pandas()
     with pytest.raises(RuntimeError, match="range markers reached a step that was not given how to read them"):
         list(make_state_function(StepConfig(), 1000)((SHARD,), iter([marker]), _State()))
+
+
+def test_without_reused_workers_no_step_is_kept(monkeypatch):
+    built = _steps_built(monkeypatch)
+    run = make_state_function(StepConfig(), 1000, keep_steps=False)
+    state = _State()
+    list(run((SHARD,), iter([_packed(_source([(0, 5)]))]), state))
+    first = state.stored
+    list(run((SHARD,), iter([_packed(_source([(1, 6)]))]), state))
+    assert built == [None, first] and stateful._CACHE == {}
