@@ -23,7 +23,7 @@ import datetime as dt
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
 from streaming.model.events import VERDICT_OF_KIND
@@ -285,20 +285,32 @@ class GroupView:
         topics = col.nested("topics", TopicLagView.of_row, TopicLagView.of_columns)
         causes = col.nested("rebalance_causes", _cause, lambda c: list(zip(map(str, c.values("cause")),
                                                                            c.counts("rebalances"))))
-        columns = (
-            map(str, ids), col.ints("shard"), col.texts("group_type"), col.texts("state"),
-            col.texts("protocol_type"), col.texts("assignor"), col.ints("generation"),
-            col.ints("assignment_epoch"), col.texts("leader"), col.ints("member_count"), members,
-            col.ints("partition_count"), topics, sum_lag, col.ints("max_lag"), col.floats("max_lag_seconds"),
-            col.flags("max_lag_seconds_lower_bound"), col.texts("max_lag_seconds_method"), status,
-            col.texts("status_reason"), col.counts("data_loss_partitions"), col.counts("rebalances"),
-            col.counts("storms"), col.counts("rolling_restarts"), col.counts("scale_outs"), col.counts("scale_ins"),
-            col.flags("storm_active"), col.counts("partitions_moved"), col.ints("last_partitions_moved"), causes,
-            col.texts("verdict", empty_is_none=True), col.texts("verdict_reason", empty_is_none=True),
-            col.times("last_rebalance_time"), col.times("last_commit_time"), col.times("state_time"),
-            col.flags("is_simple"), col.flags("deleted"), col.times("updated_time"),
-            col.floats("catch_up_seconds"), col.maybe_flags("catching_up"))
-        return tuple(cls(*values) for values in zip(*columns))
+        columns = {
+            "group_id": map(str, ids), "shard": col.ints("shard"), "group_type": col.texts("group_type"),
+            "state": col.texts("state"), "protocol_type": col.texts("protocol_type"),
+            "assignor": col.texts("assignor"), "generation": col.ints("generation"),
+            "assignment_epoch": col.ints("assignment_epoch"), "leader": col.texts("leader"),
+            "member_count": col.ints("member_count"), "members": members,
+            "partition_count": col.ints("partition_count"), "topics": topics, "sum_lag": sum_lag,
+            "max_lag": col.ints("max_lag"), "max_lag_seconds": col.floats("max_lag_seconds"),
+            "max_lag_seconds_lower_bound": col.flags("max_lag_seconds_lower_bound"),
+            "max_lag_seconds_method": col.texts("max_lag_seconds_method"), "status": status,
+            "status_reason": col.texts("status_reason"),
+            "data_loss_partitions": col.counts("data_loss_partitions"), "rebalances": col.counts("rebalances"),
+            "storms": col.counts("storms"), "rolling_restarts": col.counts("rolling_restarts"),
+            "scale_outs": col.counts("scale_outs"), "scale_ins": col.counts("scale_ins"),
+            "storm_active": col.flags("storm_active"), "partitions_moved": col.counts("partitions_moved"),
+            "last_partitions_moved": col.ints("last_partitions_moved"), "rebalance_causes": causes,
+            "verdict": col.texts("verdict", empty_is_none=True),
+            "verdict_reason": col.texts("verdict_reason", empty_is_none=True),
+            "last_rebalance_ms": col.times("last_rebalance_time"), "last_commit_ms": col.times("last_commit_time"),
+            "state_since_ms": col.times("state_time"), "is_simple": col.flags("is_simple"),
+            "deleted": col.flags("deleted"), "updated_ms": col.times("updated_time"),
+            "catch_up_seconds": col.floats("catch_up_seconds"), "catching_up": col.maybe_flags("catching_up"),
+        }
+        if tuple(columns) != _GROUP_VIEW_FIELDS:  # every field, in the order the positional calls below fill
+            raise AssertionError(f"GroupView.of_table does not fill the view's fields: {_GROUP_VIEW_FIELDS}")
+        return tuple(cls(*values) for values in zip(*columns.values()))
 
     @property
     def judged(self) -> bool:
@@ -307,6 +319,9 @@ class GroupView:
 
     def members_by_id(self) -> dict[str, MemberView]:
         return {m.member_id: m for m in self.members if m.member_id}
+
+
+_GROUP_VIEW_FIELDS = tuple(f.name for f in fields(GroupView))
 
 
 class _TableColumns:
