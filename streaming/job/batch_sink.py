@@ -145,7 +145,10 @@ def _times_as_epoch_ms(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 
-def partition_rows_for_metrics(result: BatchResult) -> list[dict[str, Any]]:
-    """The partition rows a batch has for the metrics: the ``lag`` table's when it was due, and the metrics-only
-    ``partitions`` rows of the groups the batch re-evaluated otherwise."""
-    return table_rows(result, "lag") + table_rows(result, METRICS_PARTITIONS)
+def partition_rows_for_metrics(result: BatchResult) -> pa.Table:
+    """The partition rows a batch has for the metrics, as one ``LAG`` table: the ``lag`` table's when it was due,
+    and the metrics-only ``partitions`` rows of the groups the batch re-evaluated otherwise."""
+    tables = [t for t in (result.tables.get("lag"), result.tables.get(METRICS_PARTITIONS)) if t is not None]
+    if not tables:
+        return LAG.empty_table()
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")

@@ -375,6 +375,11 @@ class _TableColumns:
             return [v or missing for v in values]
         return [v or None for v in values] if empty_is_none else values
 
+    def interned(self, name: str) -> list:
+        values = self.values(name)
+        once = {v: _interned(v) for v in set(values)}  # a few owners and reasons repeat over many partitions
+        return [once[v] for v in values]
+
     def floats(self, name: str) -> list:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -441,6 +446,33 @@ class PartitionView(NamedTuple):
     catching_up: bool | None = None
     lag_seconds_method: str | None = None  # "measured" or "interpolated" (the lag table's column)
     log_start_offset: int | None = None  # the low watermark (where the partition's log starts), as of the row
+
+    @classmethod
+    def of_table(cls, table: Any) -> list[tuple[str, tuple[str, int], PartitionView]]:
+        """``(group, (topic, partition), view)`` of each row of a ``LAG`` Arrow table, the view equal to
+        :meth:`of_row` of the row; column by column for the reason :meth:`GroupView.of_table` gives.
+
+        Raises:
+            ValueError: a row without ``group_id``, topic or partition.
+        """
+        if table.num_rows == 0:
+            return []
+        col = _TableColumns(table)
+        groups, topics, numbers = col.values("group_id"), col.values("topic"), col.values("partition")
+        for at, (gid, topic, number) in enumerate(zip(groups, topics, numbers)):
+            if not gid:
+                raise ValueError(f"row without group_id: {table.slice(at, 1).to_pylist()[0]!r}")
+            if topic is None or number is None:
+                raise ValueError(f"partition row of group {gid!r} without topic/partition")
+        lag = col.ints("lag")
+        status = [judged_status(name, n) for name, n in zip(col.values("status"), lag)]
+        views = [cls._make(values) for values in zip(  # _make: a NamedTuple without its __new__'s call
+            lag, col.floats("lag_seconds"), col.ints("committed_offset"), col.ints("log_end_offset"), status,
+            col.interned("owner"), col.times("commit_time"), col.flags("lag_seconds_lower_bound"),
+            col.flags("data_loss_risk"), col.interned("status_reason"), col.floats("catch_up_seconds"),
+            col.maybe_flags("catching_up"), col.interned("lag_seconds_method"), col.ints("log_start_offset"))]
+        return [(str(gid), (str(topic), int(number)), view)
+                for gid, topic, number, view in zip(groups, topics, numbers, views)]
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> PartitionView:
@@ -527,10 +559,10 @@ class BatchView:
 
     @classmethod
     def of_rows(cls, group_rows: Iterable[Mapping[str, Any]] | Any = (),
-                partition_rows: Iterable[Mapping[str, Any]] | None = None,
+                partition_rows: Iterable[Mapping[str, Any]] | Any | None = None,
                 event_rows: Iterable[Mapping[str, Any]] = ()) -> BatchView:
-        """The batch of ``GROUPS``, ``LAG`` and ``GROUP_EVENTS`` rows (any may be empty); the group rows may be a
-        ``GROUPS`` Arrow table (:meth:`GroupView.of_table`).
+        """The batch of ``GROUPS``, ``LAG`` and ``GROUP_EVENTS`` rows (any may be empty); the group and partition
+        rows may be Arrow tables (:meth:`GroupView.of_table`, :meth:`PartitionView.of_table`).
 
         Raises:
             ValueError: a row without ``group_id``, or a partition row without topic or partition.
@@ -538,6 +570,10 @@ class BatchView:
         groups = GroupView.of_table(group_rows) if hasattr(group_rows, "column_names") else \
             tuple(GroupView.of_row(r) for r in group_rows)
         partitions: dict[str, dict[tuple[str, int], PartitionView]] = {}
+        if hasattr(partition_rows, "column_names"):
+            for gid, key, view in PartitionView.of_table(partition_rows):
+                partitions.setdefault(gid, {})[key] = view
+            partition_rows = None
         for r in partition_rows or ():
             gid = r.get("group_id")
             if not gid:

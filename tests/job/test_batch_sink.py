@@ -135,7 +135,7 @@ def test_without_delta_or_metrics_a_batch_is_only_collected():
 def test_the_metrics_get_the_partition_rows_the_batch_has(kinds, want):
     tables = {"lag": _lag_rows(0, [0, 1]), METRICS_PARTITIONS: _lag_rows(0, [2])}
     result = collect_outputs(1, [(0, kind, encode_table(tables[kind])) for kind in kinds])
-    assert [r["partition"] for r in partition_rows_for_metrics(result)] == want
+    assert partition_rows_for_metrics(result).column("partition").to_pylist() == want
     assert table_rows(result, "groups") == []
 
 

@@ -120,10 +120,15 @@ def test_every_event_kind_read_by_name_is_an_event_of_the_model():
 def _recorded_group_rows() -> list[dict]:
     """The group rows of real recordings two thirds of the way through (members, topics, rebalance causes and
     verdicts filled in), as the job builds them."""
+    return [tables.group_row(s, shard=1, now_ms=T0) for s in _recorded_snapshots()]
+
+
+def _recorded_snapshots() -> list[ev.GroupSnapshot]:
+    """The groups of real recordings two thirds of the way through."""
     from streaming.offline.recording import load_recording
     from tests.conftest import captures_dir
 
-    rows = []
+    snapshots: list[ev.GroupSnapshot] = []
     for name in ("storm_crashloop", "kip848_storm_and_rolling", "rewind", "rolling_restart_classic"):
         recording = load_recording(captures_dir() / "conformance" / "verdicts" / name)
         at = recording.samples[len(recording.samples) * 2 // 3]
@@ -132,10 +137,10 @@ def _recorded_group_rows() -> list[dict]:
             shard = shards.setdefault(r.partition, GroupCoordinatorShard(r.partition))
             if r.key is not None and r.timestamp <= at.t_ms:
                 shard.replay(r.offset, r.timestamp, decode_record(r.key, r.value))
-        for number, shard in shards.items():
+        for shard in shards.values():
             shard.apply_heartbeat(at.t_ms, {tp: ends[0] for tp, ends in at.ends.items()})
-            rows += [tables.group_row(s, shard=number, now_ms=at.t_ms) for s in shard.snapshot(at.t_ms).groups]
-    return rows
+            snapshots += shard.snapshot(at.t_ms).groups
+    return snapshots
 
 
 def test_a_table_of_groups_is_the_views_of_its_rows():
@@ -153,6 +158,21 @@ def test_a_table_of_groups_is_the_views_of_its_rows():
     assert GroupView.of_table(pa.concat_tables([table.slice(0, 2), table.slice(2)])) == views  # two chunks
     assert GroupView.of_table(table.select(["group_id", "sum_lag"])) == tuple(
         GroupView.of_row({"group_id": v.group_id, "sum_lag": v.sum_lag}) for v in views)
+
+
+def test_a_table_of_partitions_is_the_views_of_its_rows():
+    from streaming.job.batch_sink import BatchResult, table_rows
+
+    rows = [r for s in _recorded_snapshots() for r in tables.partition_rows(s, shard=1, now_ms=T0)]
+    table = pa.Table.from_pylist(rows, schema=tables.LAG)
+    views = PartitionView.of_table(table)
+    assert len(views) >= 5 and any(v.owner for _, _, v in views) and any(v.lag for _, _, v in views)
+    by_rows = [PartitionView.of_row(r) for r in table_rows(BatchResult(0, {"lag": table}), "lag")]
+    assert [v for _, _, v in views] == by_rows == [PartitionView.of_row(r) for r in rows]
+    assert [(g, k) for g, k, _ in views] == [(r["group_id"], (r["topic"], r["partition"])) for r in rows]
+    assert BatchView.of_rows(partition_rows=table).partitions == BatchView.of_rows(partition_rows=rows).partitions
+    with pytest.raises(ValueError, match="without topic/partition"):
+        PartitionView.of_table(pa.Table.from_pylist([{**rows[0], "topic": None}], schema=tables.LAG))
 
 
 def test_a_table_row_without_a_group_id_is_refused():
