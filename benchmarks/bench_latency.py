@@ -253,6 +253,8 @@ def main() -> None:
     ap.add_argument("--trigger", type=float, default=1.0, help="the job's trigger interval (spark.trigger_seconds)")
     ap.add_argument("--timeline", type=int, default=3, metavar="N",
                     help="print the last N batches as a timeline: Spark's stages and the driver's hand-over")
+    ap.add_argument("--slowest", type=int, default=0, metavar="N",
+                    help="print the N slowest of the last 100 batches as timelines too")
     args = ap.parse_args()
     args.bootstrap, args.partitions, args.offsets_partitions = None, 10, 50
     if args.kafka == "real" and not args.kafka_version:
@@ -338,12 +340,17 @@ def main() -> None:
     for name, times in stages.items():
         print(f"  stage {name}: {len(times['wall'])} runs, median (ms): " + ", ".join(
             f"{k} {statistics.median(v):.0f}" for k, v in times.items()))
-    for start, took in list(zip(starts, recent))[-args.timeline - 1:-1] if args.timeline else ():
-        end = start + took.get("triggerExecution", 0)
-        parts = [f"{name} ({tasks}) {s - start}-{e - start}" for name, s, e, tasks in spans if start <= s < end]
-        parts += [f"hand-over {h0 * 1000 - start:.0f}-{h1 * 1000 - start:.0f}" for h0, h1 in handle_spans
-                  if start <= h0 * 1000 < end]
-        print(f"  a batch of {end - start} ms, from its start (ms): " + ", ".join(parts))
+    batches_seen = list(zip(starts, recent))[:-1]  # the last one may still run
+    slowest = sorted(batches_seen, key=lambda b: b[1].get("triggerExecution", 0))[-args.slowest:] \
+        if args.slowest else []
+    for label, shown in (("", batches_seen[-args.timeline:] if args.timeline else []), ("slow ", slowest)):
+        for start, took in shown:
+            end = start + took.get("triggerExecution", 0)
+            parts = [f"{name} ({tasks}) {s - start}-{e - start}" for name, s, e, tasks in spans if start <= s < end]
+            parts += [f"hand-over {h0 * 1000 - start:.0f}-{h1 * 1000 - start:.0f}" for h0, h1 in handle_spans
+                      if start <= h0 * 1000 < end]
+            print(f"  a {label}batch of {end - start} ms, from its start (ms): " + ", ".join(parts)
+                  + f"; Spark's parts (ms): " + ", ".join(f"{k} {v}" for k, v in sorted(took.items())))
     series = [("group series (last_commit_timestamp_seconds)", latencies)]
     if args.partition_metrics:
         series.append(("partition series (current_offset)", partition_latencies))
