@@ -217,10 +217,12 @@ def _stage_times(spark) -> dict[str, dict[str, list[int]]]:
         if st.completionTime().isEmpty() or st.submissionTime().isEmpty():
             continue
         times = out.setdefault(f"{st.name().split(' at ')[0]} ({st.numTasks()} tasks)",
-                               {"wall": [], "run": [], "deserialise": []})
+                               {"wall": [], "run": [], "JVM CPU": [], "deserialise": [], "shuffle wait": []})
         times["wall"].append(st.completionTime().get().getTime() - st.submissionTime().get().getTime())
         times["run"].append(st.executorRunTime())
+        times["JVM CPU"].append(st.executorCpuTime() // 1_000_000)  # the task threads' own, not the workers'
         times["deserialise"].append(st.executorDeserializeTime())
+        times["shuffle wait"].append(st.shuffleFetchWaitTime())
     return out
 
 
@@ -253,6 +255,8 @@ def main() -> None:
     ap.add_argument("--trigger", type=float, default=1.0, help="the job's trigger interval (spark.trigger_seconds)")
     ap.add_argument("--timeline", type=int, default=3, metavar="N",
                     help="print the last N batches as a timeline: Spark's stages and the driver's hand-over")
+    ap.add_argument("--shuffle-partitions", type=int, default=2,
+                    help="spark.shuffle_partitions: the stateful stage's tasks (the job's default is 4)")
     ap.add_argument("--slowest", type=int, default=0, metavar="N",
                     help="print the N slowest of the last 100 batches as timelines too")
     args = ap.parse_args()
@@ -264,7 +268,7 @@ def main() -> None:
         print(f"broker: {broker.description}")
         settings = load_settings(None, {
             "cluster": "latency", "kafka": {"bootstrap.servers": broker.bootstrap},
-            "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": args.trigger, "shuffle_partitions": 2,
+            "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": args.trigger, "shuffle_partitions": args.shuffle_partitions,
                       "conf": dict(kv.split("=", 1) for kv in args.spark_conf)},
             "delta": {"path": f"{tmp}/delta"},
             "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
@@ -315,6 +319,7 @@ def main() -> None:
         # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
         progress = job.first.query.recentProgress if job.first.query is not None else []
         recent = [p["durationMs"] for p in progress]
+        state_ops = [p["stateOperators"][0] for p in progress if p.get("stateOperators")]
         starts = [_epoch_ms(p["timestamp"]) for p in progress]
         stages = _stage_times(job.spark)
         spans = _stage_spans(job.spark)
@@ -333,6 +338,10 @@ def main() -> None:
               "Spark's parts of them, median (ms): " + ", ".join(
                   f"{k} {statistics.median(d.get(k, 0) for d in recent):.0f}" for k in sorted({k for d in recent
                                                                                                for k in d})))
+    if state_ops:
+        keys = ("allUpdatesTimeMs", "commitTimeMs", "allRemovalsTimeMs", "numRowsUpdated", "memoryUsedBytes")
+        print("  the stateful operator per batch, median (summed over its tasks): " + ", ".join(
+            f"{k} {statistics.median(o.get(k, 0) for o in state_ops):.0f}" for k in keys))
     print(f"  the driver's garbage collections while sampling: {collections.summary()}")
     if driver_parts["handle"]:
         print("  the driver's parts of a batch, median / max (s): " + ", ".join(
