@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streaming.schema.cluster_events import merge_cluster_events
 from streaming.job.lagging import LAGGING, LAGGING_SCHEMA
 from streaming.job.step import METRICS_PARTITIONS, StepHealth
+from streaming.schema.read_model import epoch_ms_column
 from streaming.schema.tables import LAG, TABLES
 
 __all__ = ["encode_table", "decode_table", "BatchResult", "BatchSink", "collect_outputs", "FILES_PREFIX",
@@ -137,11 +137,7 @@ def table_rows(result: BatchResult, name: str) -> list[dict[str, Any]]:
 
 
 def _times_as_epoch_ms(table: pa.Table) -> pa.Table:
-    columns = []
-    for f, column in zip(table.schema, table.columns):
-        if pa.types.is_timestamp(f.type):
-            column = pc.cast(pc.cast(column, pa.timestamp("ms", f.type.tz), safe=False), pa.int64())
-        columns.append(column)
+    columns = [epoch_ms_column(c) if pa.types.is_timestamp(f.type) else c for f, c in zip(table.schema, table.columns)]
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 

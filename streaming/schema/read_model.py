@@ -26,11 +26,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from streaming.model.events import VERDICT_OF_KIND
 from streaming.model.rules import Status
 
 __all__ = ["MemberView", "TopicLagView", "GroupView", "PartitionView", "GroupActivity", "RECENT_WINDOW_MS",
-           "ACTIVITY_EVENT_KINDS", "BatchView", "epoch_ms", "judged_status", "group_activity"]
+           "ACTIVITY_EVENT_KINDS", "BatchView", "epoch_ms", "epoch_ms_column", "judged_status", "group_activity"]
 
 # The window of "lately": rebalances counted and verdicts shown as news (``status``'s REBALANCES 1H, the live
 # view's REB).
@@ -54,6 +57,12 @@ def epoch_ms(value: Any) -> int | None:
     if isinstance(value, float):
         return None if math.isnan(value) else round(value)
     return int(value)
+
+
+def epoch_ms_column(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """A timestamp column as epoch milliseconds (int64), truncated to whole milliseconds whatever its unit: what
+    the read model takes for a time, without a ``datetime`` per value."""
+    return pc.cast(pc.cast(column, pa.timestamp("ms", column.type.tz), safe=False), pa.int64())
 
 
 def _int(value: Any) -> int | None:
@@ -261,7 +270,7 @@ class GroupView:
         )
 
     @classmethod
-    def of_table(cls, table: Any) -> tuple[GroupView, ...]:
+    def of_table(cls, table: pa.Table) -> tuple[GroupView, ...]:
         """The groups of a ``GROUPS`` Arrow table, equal to :meth:`of_row` of each of its rows.
 
         Column by column: a 10,000-group batch reaches the driver as one table, and turning it into row dicts first
@@ -329,13 +338,11 @@ class _TableColumns:
     the table lacks is None in every row): where Arrow's type already is the view's, the values are taken as they
     come, and only other types (tables written by older versions) go value by value."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: pa.Table) -> None:
         self.table = table
         self.n = table.num_rows
 
     def _column(self, name: str):
-        import pyarrow as pa
-
         if name not in self.table.column_names:
             return None
         column = self.table.column(name)
@@ -346,8 +353,6 @@ class _TableColumns:
         return [None] * self.n if column is None else column.to_pylist()
 
     def _typed(self, column, is_type, coerce, fill: Any = None) -> list:
-        import pyarrow.compute as pc
-
         if column is None:
             return [coerce(None)] * self.n
         if not is_type(column.type):
@@ -357,19 +362,13 @@ class _TableColumns:
         return column.to_pylist()
 
     def ints(self, name: str) -> list:
-        import pyarrow as pa
-
         return self._typed(self._column(name), pa.types.is_integer, _int)
 
     def counts(self, name: str) -> list:
-        import pyarrow as pa
-
         return self._typed(self._column(name), pa.types.is_integer, lambda v: _int(v) or 0, fill=0)
 
     def texts(self, name: str, *, empty_is_none: bool = False, missing: str | None = None) -> list:
         """``empty_is_none``: "" is None too; ``missing``: what None (and "") becomes, if not None."""
-        import pyarrow as pa
-
         values = self._typed(self._column(name), pa.types.is_string, _text)
         if missing is not None:
             return [v or missing for v in values]
@@ -381,40 +380,27 @@ class _TableColumns:
         return [once[v] for v in values]
 
     def floats(self, name: str) -> list:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         column = self._column(name)
         if column is not None and pa.types.is_floating(column.type):
             column = pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
         return self._typed(column, pa.types.is_floating, _float)
 
     def flags(self, name: str) -> list:
-        import pyarrow as pa
-
         return self._typed(self._column(name), pa.types.is_boolean, bool, fill=False)
 
     def maybe_flags(self, name: str) -> list:
-        import pyarrow as pa
-
         return self._typed(self._column(name), pa.types.is_boolean, _bool)
 
     def times(self, name: str) -> list:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         column = self._column(name)
         if column is not None and pa.types.is_timestamp(column.type):
-            # the cast the batch's rows always had (streaming.job.batch_sink.table_rows): to whole milliseconds
-            column = pc.cast(pc.cast(column, pa.timestamp("ms", column.type.tz), safe=False), pa.int64())
+            column = epoch_ms_column(column)
         return self._typed(column, pa.types.is_integer, epoch_ms)
 
     def nested(self, name: str, of_item, of_columns) -> list[tuple]:
         """A list-of-structs column as a tuple per row of the items its list holds: ``of_columns`` builds every
         item of the table at once from the struct's columns (a :class:`_TableColumns`), ``of_item`` one item from a
         dict where the column is of another type."""
-        import pyarrow as pa
-
         column = self._column(name)
         if column is None:
             return [()] * self.n
@@ -448,7 +434,7 @@ class PartitionView(NamedTuple):
     log_start_offset: int | None = None  # the low watermark (where the partition's log starts), as of the row
 
     @classmethod
-    def of_table(cls, table: Any) -> list[tuple[str, tuple[str, int], PartitionView]]:
+    def of_table(cls, table: pa.Table) -> list[tuple[str, tuple[str, int], PartitionView]]:
         """``(group, (topic, partition), view)`` of each row of a ``LAG`` Arrow table, the view equal to
         :meth:`of_row` of the row; column by column for the reason :meth:`GroupView.of_table` gives.
 
@@ -558,8 +544,8 @@ class BatchView:
     activity: Mapping[str, GroupActivity] = field(default_factory=dict)
 
     @classmethod
-    def of_rows(cls, group_rows: Iterable[Mapping[str, Any]] | Any = (),
-                partition_rows: Iterable[Mapping[str, Any]] | Any | None = None,
+    def of_rows(cls, group_rows: Iterable[Mapping[str, Any]] | pa.Table = (),
+                partition_rows: Iterable[Mapping[str, Any]] | pa.Table | None = None,
                 event_rows: Iterable[Mapping[str, Any]] = ()) -> BatchView:
         """The batch of ``GROUPS``, ``LAG`` and ``GROUP_EVENTS`` rows (any may be empty); the group and partition
         rows may be Arrow tables (:meth:`GroupView.of_table`, :meth:`PartitionView.of_table`).
@@ -567,10 +553,10 @@ class BatchView:
         Raises:
             ValueError: a row without ``group_id``, or a partition row without topic or partition.
         """
-        groups = GroupView.of_table(group_rows) if hasattr(group_rows, "column_names") else \
+        groups = GroupView.of_table(group_rows) if isinstance(group_rows, pa.Table) else \
             tuple(GroupView.of_row(r) for r in group_rows)
         partitions: dict[str, dict[tuple[str, int], PartitionView]] = {}
-        if hasattr(partition_rows, "column_names"):
+        if isinstance(partition_rows, pa.Table):
             for gid, key, view in PartitionView.of_table(partition_rows):
                 partitions.setdefault(gid, {})[key] = view
             partition_rows = None
