@@ -278,6 +278,12 @@ def main() -> None:
         # the batch's outputs, the Delta commits in it, and the batch's rows into /metrics' state.
         driver_parts: dict[str, list[float]] = {"handle": [], "delta": [], "metrics state": []}
         handle_spans: list[tuple[float, float]] = []
+        # The foreachBatch's collect of the stateful stage's outputs: from the driver asking for them (the batch's
+        # DataFrame planned, its jobs submitted) to the last output on the driver.
+        collect_spans: list[tuple[float, float]] = []
+        from pyspark.sql.classic.dataframe import DataFrame as _ClassicFrame
+
+        _ClassicFrame.toArrow = _timed(_ClassicFrame.toArrow, [], collect_spans)
         for cls, name, part in ((BatchSink, "handle", "handle"), (DeltaSink, "write_batch", "delta"),
                                 (ClusterFeed, "apply", "metrics state")):
             setattr(cls, name, _timed(getattr(cls, name), driver_parts[part],
@@ -356,8 +362,9 @@ def main() -> None:
         for start, took in shown:
             end = start + took.get("triggerExecution", 0)
             parts = [f"{name} ({tasks}) {s - start}-{e - start}" for name, s, e, tasks in spans if start <= s < end]
-            parts += [f"hand-over {h0 * 1000 - start:.0f}-{h1 * 1000 - start:.0f}" for h0, h1 in handle_spans
-                      if start <= h0 * 1000 < end]
+            parts += [f"{what} {h0 * 1000 - start:.0f}-{h1 * 1000 - start:.0f}"
+                      for what, spans_of in (("collect", collect_spans), ("hand-over", handle_spans))
+                      for h0, h1 in spans_of if start <= h0 * 1000 < end]
             print(f"  a {label}batch of {end - start} ms, from its start (ms): " + ", ".join(parts)
                   + f"; Spark's parts (ms): " + ", ".join(f"{k} {v}" for k, v in sorted(took.items())))
     series = [("group series (last_commit_timestamp_seconds)", latencies)]

@@ -109,6 +109,7 @@ class ClusterRun:
         self.prepared = True
 
     def _prepare(self, on_batch, metrics, started_at: float, stop_requested: threading.Event) -> None:
+        from streaming.driver.checkpoint_lock import CheckpointLock
         from streaming.kafka.client import KafkaAccess, KafkaUnavailable
         from streaming.sinks.delta import DeltaSink
         from streaming.spark.job import JobPlan
@@ -125,6 +126,9 @@ class ClusterRun:
             message = str(exc) if str(exc).startswith("cannot reach") else \
                 f"cannot reach Kafka at {s.kafka['bootstrap.servers']}: {exc}"
             raise (ClusterNotYet if self.several else RuntimeError)(message) from None
+        lock = CheckpointLock(s.spark.checkpoint)
+        if lock.acquire():  # one job per checkpoint (streaming.driver.checkpoint_lock)
+            self._started.append(("checkpoint lock", lock.release))
         delta = DeltaSink(s.delta.path, app_id=f"groupscope-{s.cluster}", storage_options=s.delta.storage_options) \
             if s.delta.enabled and s.delta.writer == "deltalake" else None
         if delta is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -106,27 +107,48 @@ def collect_outputs(batch_id: int, rows: Iterable[tuple[int, str, bytes]]) -> Ba
 
 
 class BatchSink:
-    """Writes a collected batch to Delta and updates the metrics; both optional."""
+    """Writes a collected batch to Delta and updates the metrics; both optional.
+
+    The two run side by side: the Delta commits on a thread of their own (deltalake's writes and merges release
+    the GIL while they run), the metrics on the calling thread. A commit shows in ``/metrics`` as soon as the model
+    has judged it, not after the batch's Delta commits (about 0.1 s at 10,000 groups: the ``groups`` merge): the
+    page is a gauge of the model's state, while the tables are the record, written exactly once per batch id. The
+    batch is handed back (and Spark records it done) only when both are: a failed Delta commit fails the batch,
+    and the batch run again after it writes the tables and sets the same gauges again.
+    """
 
     def __init__(self, delta=None, metrics=None, on_batch=None) -> None:
         self.delta = delta
         self.metrics = metrics
         self.on_batch = on_batch  # callback(BatchResult), e.g. the demo's live view
         self.last: BatchResult | None = None
+        self._writer: ThreadPoolExecutor | None = None
 
     def handle(self, batch_id: int, rows: Iterable[tuple[int, str, bytes]], *, input_rows: int | None = None) -> BatchResult:
         started = time.perf_counter()
         result = collect_outputs(batch_id, rows)
+        writing = None
         if self.delta is not None:
-            result.written = (self.delta.write_batch(batch_id, result.tables, result.files, result.unwritten)
-                              if result.files or result.unwritten else self.delta.write_batch(batch_id, result.tables))
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="groupscope-delta")
+            writing = self._writer.submit(self._write, result)
+        try:
+            if self.metrics is not None:
+                result.seconds = time.perf_counter() - started
+                self.metrics(result)
+        finally:
+            if writing is not None:
+                result.written = writing.result()
         result.seconds = time.perf_counter() - started
-        if self.metrics is not None:
-            self.metrics(result)
         if self.on_batch is not None:
             self.on_batch(result)
         self.last = result
         return result
+
+    def _write(self, result: BatchResult) -> dict[str, int]:
+        if result.files or result.unwritten:
+            return self.delta.write_batch(result.batch_id, result.tables, result.files, result.unwritten)
+        return self.delta.write_batch(result.batch_id, result.tables)
 
 
 def table_rows(result: BatchResult, name: str) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from ..config import Settings
 from ..model.knobs import build
 from streaming.job.step import StepConfig
 from streaming.kafka.range_read import RangeRead
+from .checkpoint_files import use_for_query
 from .source import KafkaRangeSource
 from .stateful import OUTPUT_DDL, STATE_DDL, make_state_function
 
@@ -152,6 +153,10 @@ def start_query(spark, settings: Settings, plan: JobPlan, sink: BatchSink, *, qu
                         out.column("payload").to_pylist()))
         sink.handle(batch_id, rows)
 
+    # Read by Spark as the query starts: how it writes this checkpoint's files (see checkpoint_files).
+    manager = use_for_query(spark, settings.spark.checkpoint, dict(settings.spark.conf))
+    if manager is not None:
+        log.debug("checkpoint files written with %s", manager)
     writer = (out.writeStream.foreachBatch(foreach_batch)
               .option("checkpointLocation", settings.spark.checkpoint)
               .queryName(query_name))

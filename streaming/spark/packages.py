@@ -19,7 +19,7 @@ from importlib import metadata
 from typing import Mapping
 
 __all__ = ["JarsMissing", "SparkPackages", "delta_coordinate", "kafka_coordinate", "needed_packages",
-           "session_conf", "check_session", "DELTA_EXTENSION", "DELTA_CATALOG"]
+           "session_conf", "check_session", "class_jar", "DELTA_EXTENSION", "DELTA_CATALOG"]
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -122,11 +122,11 @@ def session_conf(packages: SparkPackages, conf: Mapping[str, str], *, shuffle_pa
 def check_session(spark, packages: SparkPackages) -> None:
     """Raises :class:`JarsMissing` (one line) when a jar ``packages`` names is not on the session's classpath, or
     Delta's jar there was built for another Spark or is another release than the Python package."""
-    if packages.kafka and _class_jar(spark, _KAFKA_CLASS) is None:
+    if packages.kafka and class_jar(spark, _KAFKA_CLASS) is None:
         raise JarsMissing("source.builtin_kafka_source needs Spark's Kafka connector on the classpath: add "
                           f"{packages.kafka} to spark.jars.packages (spark-submit --packages {packages.kafka})")
     if packages.delta:
-        jar = _class_jar(spark, _DELTA_CLASS)
+        jar = class_jar(spark, _DELTA_CLASS)
         if jar is None:
             raise JarsMissing("delta.writer delta-spark needs Delta's jar on the classpath: add "
                               f"{packages.delta} to spark.jars.packages (spark-submit --packages {packages.delta})")
@@ -138,7 +138,7 @@ def check_session(spark, packages: SparkPackages) -> None:
                               f"put {packages.delta} on the classpath instead")
 
 
-def _class_jar(spark, name: str) -> str | None:
+def class_jar(spark, name: str) -> str | None:
     """Where the JVM loads class ``name`` from (a jar's URL), or None when it cannot load it."""
     jvm = spark._jvm
     try:

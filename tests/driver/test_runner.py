@@ -234,3 +234,28 @@ def test_stopping_the_services_goes_on_past_one_that_fails_in_reverse_order(tmp_
 def test_a_state_error_given_bare_is_the_operators_line_as_it_is():
     assert checkpoint_error("StateFormatError: state written by groupscope state v9") == \
         "state written by groupscope state v9"
+
+
+def test_a_second_job_on_a_checkpoint_in_use_stops_at_start_and_the_first_keeps_it_until_it_stops(tmp_path):
+    import threading
+
+    from streaming.driver.checkpoint_lock import CheckpointInUse
+    from streaming.kafka.mock_cluster import MockCluster
+
+    with MockCluster(1) as mc:
+        mc.create_topic("__consumer_offsets", 2)
+        settings = job_settings(mc.bootstrap_servers, tmp_path, heartbeat={"enabled": False})
+        stop = threading.Event()
+
+        def prepare(run: ClusterRun) -> None:
+            run.prepare(on_batch=lambda result: None, metrics=None, started_at=0.0, stop_requested=stop)
+
+        first = ClusterRun(settings, several=False, heartbeat_clock=None)
+        prepare(first)
+        second = ClusterRun(settings, several=False, heartbeat_clock=None)
+        with pytest.raises(CheckpointInUse, match="in use by another groupscope job"):
+            prepare(second)
+        assert not second.prepared and second.sink is None, "refused before it touched the tables"
+        first.stop_services()
+        prepare(second)
+        second.stop_services()

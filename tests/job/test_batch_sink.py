@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import threading
 
 import pyarrow as pa
 import pytest
@@ -104,15 +105,52 @@ class _Delta:
         return {name: t.num_rows for name, t in tables.items()}
 
 
-def test_a_batch_goes_to_delta_then_to_the_metrics_then_to_the_listener():
+def test_the_metrics_take_a_batch_while_its_delta_commits_run_then_the_listener_gets_both():
     order: list[str] = []
-    delta = _Delta()
-    sink = BatchSink(delta=delta, metrics=lambda r: order.append(f"metrics {r.written}"),
-                     on_batch=lambda r: order.append(f"listener {r.batch_id}"))
+    metrics_seen = threading.Event()
+
+    class _SlowDelta(_Delta):
+        def write_batch(self, batch_id, tables, files=None, unwritten=None):
+            # Returns only once the metrics have the batch (or after 10 s: then they waited for this write).
+            order.append(f"delta saw the metrics: {metrics_seen.wait(10)}")
+            return super().write_batch(batch_id, tables)
+
+    delta = _SlowDelta()
+
+    def metrics(result):
+        order.append(f"metrics {result.written}")
+        metrics_seen.set()
+
+    sink = BatchSink(delta=delta, metrics=metrics, on_batch=lambda r: order.append(f"listener {r.written}"))
     result = sink.handle(4, [(0, "lag", encode_table(_lag_rows(0, [0, 1])))])
     assert delta.calls == [(4, ["lag"], None)], "no files: the two-argument write"
-    assert order == ["metrics {'lag': 2}", "listener 4"]
+    assert sorted(order[:2]) == ["delta saw the metrics: True", "metrics {}"]
+    assert order[2:] == ["listener {'lag': 2}"], "the listener comes after both, with what Delta wrote"
     assert sink.last is result and result.seconds >= 0
+
+
+def test_a_failed_delta_commit_fails_the_batch_after_the_metrics_took_it():
+    class _Failing(_Delta):
+        def write_batch(self, batch_id, tables, files=None, unwritten=None):
+            raise OSError("disk full")
+
+    seen: list[int] = []
+    sink = BatchSink(delta=_Failing(), metrics=lambda r: seen.append(r.batch_id),
+                     on_batch=lambda r: seen.append(-1))
+    with pytest.raises(OSError, match="disk full"):
+        sink.handle(7, [(0, "lag", encode_table(_lag_rows(0, [0])))])
+    assert seen == [7] and sink.last is None, "no listener and no last batch for a batch Spark will run again"
+
+
+def test_a_failing_metrics_update_still_waits_for_the_delta_commits():
+    delta = _Delta()
+
+    def metrics(result):
+        raise ValueError("bad row")
+
+    with pytest.raises(ValueError, match="bad row"):
+        BatchSink(delta=delta, metrics=metrics).handle(3, [(0, "lag", encode_table(_lag_rows(0, [0])))])
+    assert delta.calls == [(3, ["lag"], None)]
 
 
 def test_executor_written_files_are_committed_with_the_batch():

@@ -101,7 +101,7 @@ def test_a_job_without_packages_leaves_the_settings_alone():
 
 def _classpath(monkeypatch, jars: dict[str, str | None]) -> None:
     """The jar each class is loaded from in the (stand-in) session; None: the class cannot be loaded."""
-    monkeypatch.setattr(packages, "_class_jar", lambda spark, name: jars.get(name))
+    monkeypatch.setattr(packages, "class_jar", lambda spark, name: jars.get(name))
     monkeypatch.setattr(packages, "_spark_version", lambda: "4.2.0")
 
 
