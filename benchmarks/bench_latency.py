@@ -157,6 +157,46 @@ def _timed(method, times: list[float], spans: list[tuple[float, float]] | None =
     return timed
 
 
+class _JobCpu:
+    """CPU seconds the job's processes used: this process (the job's driver), Spark's JVM, and the Python processes
+    under the JVM (the task workers' daemon and what it forked, counted when reaped). Busy seconds per batch tell
+    two builds apart where wall times, on two cores shared with the broker and the load, vary run to run."""
+
+    _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def __init__(self, jvm_pid: int) -> None:
+        self.jvm_pid = jvm_pid
+
+    @classmethod
+    def _stat(cls, pid: int | str) -> tuple[int, float]:
+        """(parent pid, CPU seconds of the process and of its reaped children)."""
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[1]), sum(int(x) for x in fields[11:15]) / cls._TICK
+
+    def snapshot(self) -> dict[str, float]:
+        parents: dict[int, int] = {}
+        cpu: dict[int, float] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    parents[int(entry)], cpu[int(entry)] = self._stat(entry)
+                except (OSError, ValueError, IndexError):
+                    continue
+
+        def below_jvm(pid: int) -> bool:
+            while pid > 1:
+                pid = parents.get(pid, 0)
+                if pid == self.jvm_pid:
+                    return True
+            return False
+
+        with open("/proc/self/stat") as f:  # its own threads only: the load and probe processes are its children
+            own = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13]) / self._TICK
+        return {"driver": own, "JVM": cpu.get(self.jvm_pid, 0.0),
+                "workers": sum(cpu[p] for p in cpu if p != self.jvm_pid and below_jvm(p))}
+
+
 class _GcTimes:
     """The time this process (the job's driver) spends in Python's cyclic garbage collector, per generation."""
 
@@ -314,6 +354,8 @@ def main() -> None:
         batches_before = job.status.batches
         for times in driver_parts.values():
             times.clear()
+        job_cpu = _JobCpu(job.spark.sparkContext._gateway.proc.pid)
+        cpu_before = job_cpu.snapshot()
         sampling_started = time.time()
         collections.reset()
         latencies, partition_latencies, scrapes = results.get(timeout=args.warm_up + args.samples * 32 + 60)
@@ -322,6 +364,7 @@ def main() -> None:
         probe.join(10)
         batches = job.status.batches - batches_before
         sampled_s = time.time() - sampling_started
+        cpu_after = job_cpu.snapshot()
         # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
         progress = job.first.query.recentProgress if job.first.query is not None else []
         recent = [p["durationMs"] for p in progress]
@@ -348,6 +391,9 @@ def main() -> None:
         keys = ("allUpdatesTimeMs", "commitTimeMs", "allRemovalsTimeMs", "numRowsUpdated", "memoryUsedBytes")
         print("  the stateful operator per batch, median (summed over its tasks): " + ", ".join(
             f"{k} {statistics.median(o.get(k, 0) for o in state_ops):.0f}" for k in keys))
+    print("  the job's CPU per batch while sampling (ms): " + ", ".join(
+        f"{part} {(cpu_after[part] - cpu_before[part]) * 1000 / max(batches, 1):.0f}" for part in cpu_before)
+        + f", all {(sum(cpu_after.values()) - sum(cpu_before.values())) * 1000 / max(batches, 1):.0f}")
     print(f"  the driver's garbage collections while sampling: {collections.summary()}")
     if driver_parts["handle"]:
         print("  the driver's parts of a batch, median / max (s): " + ", ".join(
