@@ -157,10 +157,25 @@ def _timed(method, times: list[float], spans: list[tuple[float, float]] | None =
     return timed
 
 
+def _with_settings(given: list[str], base: dict) -> dict:
+    """``base`` with each ``SECTION.KEY=VALUE`` of ``given`` set (the value read as YAML)."""
+    import yaml
+
+    for item in given:
+        path, _, value = item.partition("=")
+        section, _, key = path.partition(".")
+        if not key:
+            raise SystemExit(f"--setting {item!r}: expected SECTION.KEY=VALUE")
+        base.setdefault(section, {})[key] = yaml.safe_load(value)
+    return base
+
+
 class _JobCpu:
-    """CPU seconds the job's processes used: this process (the job's driver), Spark's JVM, and the Python processes
-    under the JVM (the task workers' daemon and what it forked, counted when reaped). Busy seconds per batch tell
-    two builds apart where wall times, on two cores shared with the broker and the load, vary run to run."""
+    """CPU seconds the job used: this process's own threads (the job's driver), Spark's JVM (with the processes it
+    forked and reaped), and the rest: the machine's busy time less the broker's and the bench's load and probe
+    processes, which is PySpark's Python processes (a task worker's time cannot be read once it has exited: the
+    daemon that forked it does not wait for it) and the kernel's work for them. Busy seconds per batch tell two
+    builds apart where wall times, on two cores shared with the broker and the load, vary run to run."""
 
     _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -168,33 +183,32 @@ class _JobCpu:
         self.jvm_pid = jvm_pid
 
     @classmethod
-    def _stat(cls, pid: int | str) -> tuple[int, float]:
-        """(parent pid, CPU seconds of the process and of its reaped children)."""
+    def _cpu(cls, pid: int | str, *, children: bool = True) -> float:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[1]), sum(int(x) for x in fields[11:15]) / cls._TICK
+        return sum(int(x) for x in fields[11:15 if children else 13]) / cls._TICK
+
+    def _others(self) -> float:
+        """The broker's and the bench's own processes (the load, the probe)."""
+        total = 0.0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                if b"kafka.Kafka" in cmdline or b"multiprocessing.spawn" in cmdline:
+                    total += self._cpu(entry)
+            except OSError:
+                continue
+        return total
 
     def snapshot(self) -> dict[str, float]:
-        parents: dict[int, int] = {}
-        cpu: dict[int, float] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    parents[int(entry)], cpu[int(entry)] = self._stat(entry)
-                except (OSError, ValueError, IndexError):
-                    continue
-
-        def below_jvm(pid: int) -> bool:
-            while pid > 1:
-                pid = parents.get(pid, 0)
-                if pid == self.jvm_pid:
-                    return True
-            return False
-
-        with open("/proc/self/stat") as f:  # its own threads only: the load and probe processes are its children
-            own = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13]) / self._TICK
-        return {"driver": own, "JVM": cpu.get(self.jvm_pid, 0.0),
-                "workers": sum(cpu[p] for p in cpu if p != self.jvm_pid and below_jvm(p))}
+        with open("/proc/stat") as f:
+            user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+        busy = (user + nice + system + irq + softirq) / self._TICK
+        driver, jvm = self._cpu("self", children=False), self._cpu(self.jvm_pid)
+        return {"driver": driver, "JVM": jvm, "Python workers": busy - self._others() - driver - jvm}
 
 
 class _GcTimes:
@@ -292,6 +306,9 @@ def main() -> None:
     ap.add_argument("--warm-up", type=float, default=20.0, help="seconds of commits before sampling starts")
     ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for the job (spark.conf), repeatable")
+    ap.add_argument("--setting", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="a groupscope setting for the job (the value read as YAML), repeatable; e.g. "
+                         "source.read_in_steps=false")
     ap.add_argument("--trigger", type=float, default=1.0, help="the job's trigger interval (spark.trigger_seconds)")
     ap.add_argument("--timeline", type=int, default=3, metavar="N",
                     help="print the last N batches as a timeline: Spark's stages and the driver's hand-over")
@@ -306,14 +323,14 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     with tempfile.TemporaryDirectory() as tmp, open_broker(args, Path(tmp)) as broker:
         print(f"broker: {broker.description}")
-        settings = load_settings(None, {
+        settings = load_settings(None, _with_settings(args.setting, {
             "cluster": "latency", "kafka": {"bootstrap.servers": broker.bootstrap},
             "spark": {"checkpoint": f"{tmp}/cp", "trigger_seconds": args.trigger, "shuffle_partitions": args.shuffle_partitions,
                       "conf": dict(kv.split("=", 1) for kv in args.spark_conf)},
             "delta": {"path": f"{tmp}/delta"},
             "metrics": {"host": "127.0.0.1", "port": 0, "partition_metrics": args.partition_metrics},
             "heartbeat": {"interval_seconds": 5.0},
-        })
+        }))
         # The driver's parts of a batch (Spark's addBatch is the query's stages, then these): the whole hand-over of
         # the batch's outputs, the Delta commits in it, and the batch's rows into /metrics' state.
         driver_parts: dict[str, list[float]] = {"handle": [], "delta": [], "metrics state": []}
@@ -359,12 +376,12 @@ def main() -> None:
         sampling_started = time.time()
         collections.reset()
         latencies, partition_latencies, scrapes = results.get(timeout=args.warm_up + args.samples * 32 + 60)
+        cpu_after = job_cpu.snapshot()  # while the load and the probe still run: their time is taken out
+        batches = job.status.batches - batches_before
+        sampled_s = time.time() - sampling_started
         stop.set()
         load.join(10)
         probe.join(10)
-        batches = job.status.batches - batches_before
-        sampled_s = time.time() - sampling_started
-        cpu_after = job_cpu.snapshot()
         # Spark keeps the progress of the last 100 batches: every batch of the sampling's end, long and short alike
         progress = job.first.query.recentProgress if job.first.query is not None else []
         recent = [p["durationMs"] for p in progress]
