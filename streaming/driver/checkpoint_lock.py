@@ -12,9 +12,7 @@ locked here: Spark's own writer for them still refuses a concurrent update.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-from streaming.spark.checkpoint_files import is_local
+from streaming.spark.checkpoint_files import local_path
 
 __all__ = ["CheckpointInUse", "CheckpointLock", "LOCK_FILE"]
 
@@ -30,8 +28,8 @@ class CheckpointLock:
 
     def __init__(self, checkpoint: str) -> None:
         self.checkpoint = checkpoint
-        local = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
-        self.path = Path(local) / LOCK_FILE if is_local(checkpoint) else None
+        folder = local_path(checkpoint)
+        self.path = None if folder is None else folder / LOCK_FILE
         self._fd: int | None = None
 
     def acquire(self) -> bool:

@@ -16,7 +16,6 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from streaming.job.batch_sink import BatchResult, BatchSink
@@ -574,9 +573,11 @@ def refuse_tables_of_another_checkpoint(delta, checkpoint: str) -> None:
     """A new checkpoint numbers its micro-batches from 0 again, and the Delta tables skip every batch id they have
     already recorded (that is how a replayed batch is written once). Tables written under an earlier checkpoint
     would therefore silently drop this one's first batches: refuse to start, in one line, instead."""
-    if "://" in checkpoint and not checkpoint.startswith("file:"):
+    from streaming.spark.checkpoint_files import local_path
+
+    root = local_path(checkpoint)
+    if root is None:
         return  # not a local folder: cannot tell whether it is new
-    root = Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
     offsets = root / "offsets"
     if offsets.is_dir() and any(offsets.iterdir()):
         return  # resuming: the tables' batch ids continue this checkpoint's

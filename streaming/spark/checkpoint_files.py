@@ -15,7 +15,9 @@ Two jobs must still never share a checkpoint; :mod:`streaming.driver.checkpoint_
 
 from __future__ import annotations
 
-__all__ = ["MANAGER_KEY", "is_local", "local_manager_class", "use_for_query"]
+from pathlib import Path
+
+__all__ = ["MANAGER_KEY", "is_local", "local_path", "local_manager_class", "use_for_query"]
 
 MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass"
 # Where Spark keeps the class: its package moved with Spark 4.1's streaming reorganisation.
@@ -28,6 +30,13 @@ _LOCAL_MANAGERS = (
 def is_local(checkpoint: str) -> bool:
     """A checkpoint on the local file system: a plain path or a ``file:`` URI."""
     return "://" not in checkpoint or checkpoint.startswith("file:")
+
+
+def local_path(checkpoint: str) -> Path | None:
+    """The folder of a local checkpoint (None for a remote one)."""
+    if not is_local(checkpoint):
+        return None
+    return Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
 
 
 def local_manager_class(spark) -> str | None:
