@@ -17,6 +17,7 @@ per-partition ring of the last ``window`` commits for the status rules. The simp
 
 from __future__ import annotations
 
+import struct
 import sys
 from array import array
 from typing import Iterator, Mapping
@@ -29,12 +30,19 @@ _intern = sys.intern
 
 
 class TopicOffsets:
-    """Offsets of one group on one topic, columns indexed by partition."""
+    """Offsets of one group on one topic, columns indexed by partition.
+
+    Restored lazily: a topic read from a checkpoint keeps its columns as the one packed buffer they were saved in
+    until something reads or changes them, and a topic nothing touched is saved as that same buffer. Why: every
+    batch restores and saves its shard's whole state, yet a batch touches the groups that committed and, every
+    ``snapshot_interval_ms``, the rest; at 10,000 groups committing every 5 s, turning every topic's columns into
+    arrays and back was about two thirds of a shard's restore and save (``benchmarks/bench_state.py``)."""
 
     __slots__ = ("offset", "epoch", "commit_ts", "record_offset", "metadata", "hist_ts", "hist_off", "hist_head",
-                 "hist_len", "count", "status")
+                 "hist_len", "count", "status", "_packed")
 
     def __init__(self, size: int, window: int) -> None:
+        self._packed: bytes | None = None  # the saved columns, until first used (then None: the arrays are current)
         self.offset = array("q", [NO_OFFSET]) * size
         self.epoch = array("i", [-1]) * size
         self.commit_ts = array("q", [0]) * size
@@ -66,24 +74,60 @@ class TopicOffsets:
     _ARRAYS = (("offset", "q"), ("epoch", "i"), ("commit_ts", "q"), ("record_offset", "q"), ("hist_ts", "q"),
                ("hist_off", "q"))
     _BYTES = ("hist_head", "hist_len", "status")
+    # The packed buffer: partitions, window slots (partitions x window) and count, then the columns in the order of
+    # _ARRAYS and _BYTES, machine order.
+    _HEADER = struct.Struct("<III")
 
-    def to_state(self) -> dict:
-        """The columns by name, as machine-order bytes (:mod:`.state_format`)."""
-        out: dict = {name: getattr(self, name).tobytes() for name, _ in self._ARRAYS}
-        out.update((name, bytes(getattr(self, name))) for name in self._BYTES)
-        out["metadata"] = None if self.metadata is None else tuple(self.metadata)
-        out["count"] = self.count
-        return out
+    def __getattr__(self, name: str):
+        """Called only for a column slot not yet set: unpacks the saved columns on first use."""
+        if name != "_packed" and self._packed is not None:
+            self._unpack()
+            return getattr(self, name)
+        raise AttributeError(name)
+
+    def to_state(self) -> tuple[bytes, tuple[str, ...] | None]:
+        """The columns packed into one buffer (:mod:`.state_format`, version 3), and the metadata (None: all "")."""
+        metadata = None if self.metadata is None else tuple(self.metadata)
+        if self._packed is not None:
+            return self._packed, metadata
+        size, slots = len(self.offset), len(self.hist_ts)
+        parts = [self._HEADER.pack(size, slots, self.count)]
+        parts.extend(getattr(self, name).tobytes() for name, _ in self._ARRAYS)
+        parts.extend(bytes(getattr(self, name)) for name in self._BYTES)
+        return b"".join(parts), metadata
 
     @classmethod
-    def from_state(cls, state: Mapping) -> "TopicOffsets":
+    def from_state(cls, state: tuple | Mapping) -> "TopicOffsets":
+        """Reads :meth:`to_state`'s packed pair (its columns unpacked on first use) or version 2's columns by
+        name."""
         self = cls.__new__(cls)
-        self.offset, self.epoch, self.commit_ts, self.record_offset, self.hist_ts, self.hist_off = (
-            _column(code, state[name]) for name, code in cls._ARRAYS)
-        self.hist_head, self.hist_len, self.status = (bytearray(state[name]) for name in cls._BYTES)
-        self.metadata = None if state["metadata"] is None else [_intern(m) for m in state["metadata"]]
-        self.count = state["count"]
+        if not isinstance(state, tuple):  # version 2: one bytes value per column name (a tuple test is the cheap one)
+            self._packed = None
+            self.offset, self.epoch, self.commit_ts, self.record_offset, self.hist_ts, self.hist_off = (
+                _column(code, state[name]) for name, code in cls._ARRAYS)
+            self.hist_head, self.hist_len, self.status = (bytearray(state[name]) for name in cls._BYTES)
+            metadata, self.count = state["metadata"], state["count"]
+        else:
+            packed, metadata = state
+            self._packed = packed
+            self.count = cls._HEADER.unpack_from(packed)[2]
+        self.metadata = None if metadata is None else [_intern(m) for m in metadata]
         return self
+
+    def _unpack(self) -> None:
+        packed = memoryview(self._packed)
+        size, slots, _ = self._HEADER.unpack_from(packed)
+        at = self._HEADER.size
+        for name, code in self._ARRAYS:
+            column = array(code)
+            end = at + column.itemsize * (slots if name.startswith("hist_") else size)
+            column.frombytes(packed[at:end])
+            setattr(self, name, column)
+            at = end
+        for name in self._BYTES:
+            setattr(self, name, bytearray(packed[at:at + size]))
+            at += size
+        self._packed = None
 
 
 def _column(code: str, data: bytes) -> array:

@@ -5,15 +5,18 @@ next release after an upgrade. Each class of the model writes itself as a dict o
 and reads itself back by name (``from_state``), so a field added later is a new name with a default, not a
 position every reader must count. The whole state is one document::
 
-    {"format": "groupscope-state", "version": 2, "shard": {...model...}, "step": {...batch bookkeeping...}}
+    {"format": "groupscope-state", "version": 3, "shard": {...model...}, "step": {...batch bookkeeping...}}
 
-pickled (protocol 5) and compressed once with zstd level 3, behind the magic ``GSV2``. Version 1 compressed with
+pickled (protocol 5) and compressed once with zstd level 3, behind the magic ``GSV3``. Version 1 compressed with
 zlib level 1 twice (the model, then the step around it); the second pass was not redundant (it halved the size:
 level 1 leaves long repeats), so one pass of a stronger codec replaces both: zstd level 3 gives the size of the two
 zlib passes at a fraction of their time (``benchmarks/bench_state.py``).
 
 Older and newer blobs:
 
+* version 2 (magic ``GSV2``) is version 3 but for one group's offsets on one topic: version 3 packs its columns
+  into one buffer that a batch which does not touch the group saves again as it read it
+  (:class:`~streaming.model.offsets.TopicOffsets`), version 2 named each column; both are read;
 * version 1 (magic ``GSS1`` for a step around ``GSM1`` for the model: positional tuples, pickled and compressed
   twice) is read by :mod:`.state_v1` and migrated as it is read; the next write is version 2;
 * a version newer than :data:`VERSION` is refused with :class:`StateFormatError`, one line saying what to do.
@@ -33,8 +36,9 @@ __all__ = ["FORMAT", "VERSION", "MAGIC", "StateFormatError", "StateDocument", "e
            "build"]
 
 FORMAT = "groupscope-state"
-VERSION = 2
-MAGIC = b"GSV2"
+VERSION = 3
+MAGIC = b"GSV3"
+V2_MAGIC = b"GSV2"
 V1_STEP_MAGIC, V1_MODEL_MAGIC = b"GSS1", b"GSM1"
 # Any later version keeps the first two bytes, so a newer blob is told from a foreign one.
 _FAMILY = MAGIC[:2]
@@ -69,12 +73,12 @@ def decode(data: bytes) -> StateDocument:
         StateFormatError: not a groupscope state, or one written by a newer version.
     """
     head = bytes(data[:4])
-    if head == MAGIC:
+    if head in (MAGIC, V2_MAGIC):
         doc = _unpickle(data, zstd=True)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise StateFormatError("not a groupscope state (no format name)")
         version = doc.get("version")
-        if version != VERSION:
+        if version != (VERSION if head == MAGIC else 2):
             raise _newer(version)
         return StateDocument(doc["shard"], doc.get("step"))
     if head == V1_MODEL_MAGIC:

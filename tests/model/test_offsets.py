@@ -124,3 +124,48 @@ def test_state_round_trip():
     assert list(back.iter_group("g")) == list(s.iter_group("g"))
     assert back.window_of("g", "u", 3) == s.window_of("g", "u", 3)
     assert back.has_pending("g") and back.end_transaction(9, commit=True) == (1, 0, {"g"})
+
+
+def test_a_restored_topic_nothing_touched_is_saved_as_it_was_read():
+    s = OffsetStore(window=4)
+    _commit(s, 5, ts=100, rec=1)
+    _commit(s, 6, ts=200, rec=2, partition=2, topic="u", metadata="m")
+    saved = s.to_state()
+    back = OffsetStore.from_state(saved)
+    topic = back.groups["g"]["t"]
+    assert topic.count == 1 and topic._packed is not None  # counted without unpacking its columns
+    again = back.to_state()
+    assert again == saved and again["groups"]["g"]["t"][0] is saved["groups"]["g"]["t"][0]  # the same buffer
+    assert back.partition_count() == 2 and back.groups["g"]["t"]._packed is not None
+
+
+def test_a_restored_topic_unpacks_on_first_use_and_saves_what_changed():
+    s = OffsetStore(window=4)
+    _commit(s, 5, ts=100, rec=1)
+    back = OffsetStore.from_state(s.to_state())
+    assert back.get("g", "t", 0) == (5, 3, "", 100)  # a read unpacks
+    assert back.groups["g"]["t"]._packed is None
+    _commit(back, 7, ts=1_300, rec=2, partition=3)  # grows the topic
+    back.set_status("g", "t", 3, 1)
+    again = OffsetStore.from_state(back.to_state())
+    assert list(again.iter_group("g")) == [("t", 0, 5, 3, "", 100), ("t", 3, 7, 3, "", 1_300)]
+    assert again.window_of("g", "t", 0) == [(100, 5)] and again.status_of("g", "t", 3) == 1
+    with pytest.raises(AttributeError):
+        again.groups["g"]["t"].no_such_column
+
+
+def test_version_2_columns_by_name_are_read():
+    s = OffsetStore(window=4)
+    _commit(s, 5, ts=100, rec=1, metadata="m")
+    _commit(s, 9, ts=1_200, rec=3, partition=1)
+    t = s.groups["g"]["t"]
+    v2 = {"offset": t.offset.tobytes(), "epoch": t.epoch.tobytes(), "commit_ts": t.commit_ts.tobytes(),
+          "record_offset": t.record_offset.tobytes(), "hist_ts": t.hist_ts.tobytes(), "hist_off": t.hist_off.tobytes(),
+          "hist_head": bytes(t.hist_head), "hist_len": bytes(t.hist_len), "status": bytes(t.status),
+          "metadata": tuple(t.metadata), "count": t.count}
+    state = s.to_state()
+    state["groups"]["g"]["t"] = v2
+    back = OffsetStore.from_state(state)
+    assert list(back.iter_group("g")) == list(s.iter_group("g"))
+    assert back.window_of("g", "t", 1) == s.window_of("g", "t", 1)
+    assert back.to_state() == s.to_state()  # written again in the packed form

@@ -11,6 +11,7 @@ import pytest
 
 from streaming.job.step import ShardStep
 from streaming.model import state_format
+from streaming.model.offsets import TopicOffsets
 from streaming.model.shard import GroupCoordinatorShard
 
 from .synthetic_shard import share_and_streams_shard
@@ -31,17 +32,44 @@ def test_a_step_state_is_pickled_and_compressed_once_with_named_fields():
     assert not classes
 
 
+def _as_version_2(blob: bytes) -> bytes:
+    """The blob as the previous release wrote it: each topic's offset columns by name, behind ``GSV2``."""
+    doc = pickle.loads(cramjam.zstd.decompress(blob[4:]))
+    for topics in doc["shard"]["offsets"]["groups"].values():
+        for name, (packed, metadata) in topics.items():
+            t = TopicOffsets.from_state((packed, metadata))
+            columns = {column: bytes(getattr(t, column)) for column, _ in TopicOffsets._ARRAYS}
+            columns.update((column, bytes(getattr(t, column))) for column in TopicOffsets._BYTES)
+            topics[name] = {**columns, "metadata": metadata, "count": t.count}
+    doc["version"] = 2
+    return b"GSV2" + bytes(cramjam.zstd.compress(pickle.dumps(doc, protocol=5), 3))
+
+
+def test_a_version_2_state_is_read_and_written_again_as_the_current_version():
+    step = ShardStep(3)
+    step.model = share_and_streams_shard()
+    step.meta.last_offset = 11
+    blob = step.state()
+    old = _as_version_2(blob)
+    assert old[:4] == b"GSV2" and old != blob
+    restored = ShardStep(3, state=old)
+    assert restored.meta == step.meta and restored.model.to_state() == step.model.to_state()
+    again = restored.state()
+    assert again[:4] == state_format.MAGIC and ShardStep(3, state=again).model.to_state() == step.model.to_state()
+
+
 def _with_version(version) -> bytes:
     doc = {"format": "groupscope-state", "version": version, "shard": {}, "step": None}
     return state_format.MAGIC + bytes(cramjam.zstd.compress(pickle.dumps(doc), 3))
 
 
-@pytest.mark.parametrize("blob", [_with_version(3), b"GSV3" + b"\x00" * 8], ids=["version field", "magic"])
+@pytest.mark.parametrize("blob", [_with_version(state_format.VERSION + 1), b"GSV4" + b"\x00" * 8],
+                         ids=["version field", "magic"])
 def test_a_newer_state_is_refused_with_one_line_saying_what_to_do(blob):
     with pytest.raises(state_format.StateFormatError) as err:
         ShardStep(0, state=blob)
     message = str(err.value)
-    assert "\n" not in message and "version 3" in message and "fresh checkpoint" in message
+    assert "\n" not in message and f"version {state_format.VERSION + 1}" in message and "fresh checkpoint" in message
 
 
 @pytest.mark.parametrize("blob", [b"nope", b"GSV2not-zstd", b"GSM1not-zlib"])
