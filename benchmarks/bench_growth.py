@@ -15,7 +15,10 @@ Every ``--sample-every`` seconds the script records, from outside the job:
 * the state: the bytes of the model's checkpointed state (``groupscope_state_bytes``) and the size of the
   checkpoint's state directory on disk, and the groups the job knows (``groupscope_groups``);
 * memory: the PSS of the job's whole process tree, and the RSS of the driver, the JVM and the Python workers;
-* how long one ``/metrics`` scrape takes (gzip, as Prometheus asks) and its size.
+* how long one ``/metrics`` scrape takes (gzip, as Prometheus asks) and its size;
+* where the machine's CPU went, in cores: the broker, this script (the steady commits: encoding and producing
+  them), and the rest (the job: its driver, JVM and Python workers), so a batch time that grows can be told from a
+  job that got less of the machine.
 
 At the end: a table of the samples, and for batch time, state bytes and memory whether they stay flat: the mean
 of the last quarter of the samples against the first (flat: at most 10% more), and the slope of each half. Usage::
@@ -94,6 +97,7 @@ class SteadyCommits(threading.Thread):
             self.behind_s = max(self.behind_s, lag)
             time.sleep(max(0.0, g / per_second - (time.time() - started)))
         self.producer.flush(60)
+        self.producer.close()  # no reconnect attempts (logged as errors) once the broker is stopped
 
     def stop(self) -> None:
         self.stopped.set()
@@ -123,6 +127,36 @@ def scrape(port: int) -> tuple[float, int, dict[str, float]]:
     for m in re.finditer(r"^(groupscope_\w+)(?:\{[^}]*\})? (\S+)$", tail, re.M):
         figures[m.group(1)] = figures.get(m.group(1), 0.0) + float(m.group(2))
     return seconds, len(raw), figures
+
+
+class CpuSplit:
+    """Cores used since the last :meth:`sample` by the broker, this process and the rest of the machine's busy
+    time (the job and anything else running)."""
+
+    _TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.broker_pid = broker_pid
+        self._last = self._read()
+
+    def _read(self) -> tuple[float, float, float, float]:
+        with open("/proc/stat") as f:
+            user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f.readline().split()[1:8])
+        busy = (user + nice + system + irq + softirq) / self._TICK
+        broker = 0.0
+        if self.broker_pid is not None:
+            with open(f"/proc/{self.broker_pid}/stat") as f:
+                broker = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:15]) / self._TICK
+        own = sum(os.times()[:2])
+        return time.monotonic(), busy, broker, own
+
+    def sample(self) -> dict[str, float]:
+        now = self._read()
+        (t0, busy0, broker0, own0), (t1, busy1, broker1, own1) = self._last, now
+        self._last = now
+        span = max(t1 - t0, 1e-9)
+        broker, own = (broker1 - broker0) / span, (own1 - own0) / span
+        return {"cpu_broker": broker, "cpu_load": own, "cpu_job": (busy1 - busy0) / span - broker - own}
 
 
 def du(path: Path) -> int:
@@ -169,7 +203,7 @@ def main() -> None:
                 steady = SteadyCommits(broker.bootstrap, args.groups, args.partitions, args.offsets_partitions,
                                        args.commit_every)
                 steady.start()
-                samples = run_samples(args, job.pid, port, cp, broker.bootstrap, steady)
+                samples = run_samples(args, job.pid, port, cp, broker.bootstrap, steady, CpuSplit(broker.pid))
                 steady.stop()
             finally:
                 job.terminate()
@@ -181,11 +215,14 @@ def main() -> None:
         report(args, samples, steady)
 
 
-def run_samples(args, pid: int, port: int, cp: Path, bootstrap: str, steady: SteadyCommits) -> list[dict]:
+def run_samples(args, pid: int, port: int, cp: Path, bootstrap: str, steady: SteadyCommits,
+                cpu: CpuSplit) -> list[dict]:
     samples, seen, t0 = [], -1, time.time()
     header = (f"{'min':>5} {'batches':>7} {'mean s':>6} {'max s':>6} {'behind':>9} {'groups':>7} {'state MB':>8} "
               f"{'disk MB':>8} {'PSS MB':>7} {'driver':>6} {'JVM':>6} {'workers':>7} {'scrape s':>8} {'page MB':>7} "
-              f"{'load':>5}")
+              f"{'load':>5} {'gap':>9} {'job':>5} {'broker':>6} {'writer':>6}")
+    print(f"{'':>5} {'':>7} {'':>6} {'':>6} {'':>9} {'':>7} {'':>8} {'':>8} {'':>7} {'':>6} {'':>6} {'':>7} {'':>8} "
+          f"{'':>7} {'':>5} {'':>9} {'cores used':>20}")
     print(header)
     while time.time() - t0 < args.minutes * 60:
         time.sleep(args.sample_every)
@@ -202,11 +239,12 @@ def run_samples(args, pid: int, port: int, cp: Path, bootstrap: str, steady: Ste
              "groups": figures.get("groupscope_groups", 0), "state_mb": figures.get("groupscope_state_bytes", 0) / 2**20,
              "disk_mb": du(cp / "state") / 2**20 if (cp / "state").exists() else 0.0,
              "pss": mem["total_pss"], "driver": mem["driver"], "jvm": mem["jvm"], "workers": mem["workers_pss"],
-             "scrape_s": scrape_s, "page_mb": page_bytes / 2**20, "load": loadavg().split()[0]}
+             "scrape_s": scrape_s, "page_mb": page_bytes / 2**20, "load": loadavg().split()[0], **cpu.sample()}
         samples.append(s)
         print(f"{s['minute']:5.1f} {s['batches']:7d} {s['mean']:6.2f} {s['max']:6.2f} {s['behind']:9,.0f} "
               f"{s['groups']:7,.0f} {s['state_mb']:8.1f} {s['disk_mb']:8.1f} {s['pss']:7.0f} {s['driver']:6.0f} "
-              f"{s['jvm']:6.0f} {s['workers']:7.0f} {s['scrape_s']:8.2f} {s['page_mb']:7.1f} {s['load']:>5}",
+              f"{s['jvm']:6.0f} {s['workers']:7.0f} {s['scrape_s']:8.2f} {s['page_mb']:7.1f} {s['load']:>5} "
+              f"{s['read_gap']:9,.0f} {s['cpu_job']:5.2f} {s['cpu_broker']:6.2f} {s['cpu_load']:6.2f}",
               flush=True)
     return samples
 
@@ -216,7 +254,8 @@ def report(args, samples: list[dict], steady: SteadyCommits) -> None:
           f"{steady.behind_s:.1f} s at most")
     for name, key, unit in (("batch time (mean per sample)", "mean", "s"), ("state bytes", "state_mb", "MB"),
                             ("state on disk", "disk_mb", "MB"), ("process tree PSS", "pss", "MB"),
-                            ("driver RSS", "driver", "MB"), ("JVM RSS", "jvm", "MB")):
+                            ("driver RSS", "driver", "MB"), ("JVM RSS", "jvm", "MB"),
+                            ("the job's cores", "cpu_job", "cores"), ("the broker's cores", "cpu_broker", "cores")):
         points = [(s["minute"], s[key]) for s in samples if s[key] == s[key]]
         if len(points) < 4:
             print(f"  {name}: too few samples")

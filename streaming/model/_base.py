@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 from protocol.records import MemberState, TopicIdPartitions
 
+from .lazy import Restorable
 from .states import GroupType
 
 if TYPE_CHECKING:
@@ -48,12 +49,13 @@ class GroupHeader(NamedTuple):
     current_state_timestamp: int | None
 
 
-class GroupBase(ABC):
+class GroupBase(Restorable, ABC):
     """What the shard asks of any group, whatever its type.
 
     The shard snapshots, judges and describes groups of four types (classic, consumer, share, streams) that keep
     different records; each type answers these questions from its own records, so the shard never has to ask
-    which type it holds. Defaults are the answers most types share. Slots are declared by the subclasses.
+    which type it holds. Defaults are the answers most types share. Slots are declared by the subclasses (and
+    :class:`~streaming.model.lazy.Restorable`'s, for a group restored on first use).
     """
 
     __slots__ = ()

@@ -30,6 +30,7 @@ from .catch_up import UNKNOWN as CATCH_UP_UNKNOWN, group_catch_up, partition_cat
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .knobs import check_bounds, internal, knob
+from .lazy import lazy_variant
 from .lag import DEFAULT_HISTORY, INTERPOLATED, MEASURED, EndOffsetHistory, EndOffsetSample
 from .offsets import OffsetStore
 from .offsets import NO_STATUS
@@ -608,7 +609,7 @@ class GroupCoordinatorShard:
         return {
             "partition": self.partition, "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
             "now_ms": self.now_ms,
-            "groups": [{"type": g.group_type.value, "group": g.to_state()} for g in self.groups.values()],
+            "groups": [{"type": g.group_type.value, "group": g.saved_state()} for g in self.groups.values()],
             "offsets": self.offsets.to_state(), "ends": {k: h.to_state() for k, h in self.ends.items()},
             "topic_names": self.topic_names, "judge": self.judge.to_state(),
             "deleted": {k: (t.value, ts) for k, (t, ts) in self._deleted.items()},
@@ -623,7 +624,7 @@ class GroupCoordinatorShard:
         self.last_offset, self.last_timestamp, self.now_ms = state["last_offset"], state["last_timestamp"], \
             state["now_ms"]
         for entry in state["groups"]:
-            g = _GROUP_CLASSES[GroupType(entry["type"])].from_state(entry["group"])
+            g = _RESTORED_GROUP_CLASSES[GroupType(entry["type"])].restore(entry["group"])
             self.groups[g.group_id] = g
         self.offsets = OffsetStore.from_state(state["offsets"])
         self.ends = {k: EndOffsetHistory.from_state(h) for k, h in state["ends"].items()}
@@ -671,6 +672,22 @@ def _of_type(g: Group | None, cls: type[_G]) -> _G | None:
 
 _GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerGroup, GroupType.SHARE: ShareGroup,
                   GroupType.STREAMS: StreamsGroup}
+
+
+def _restored_id(state: Mapping) -> Iterable[tuple[str, object]]:
+    return (("group_id", state["group_id"]),)
+
+
+def _restored_id_and_silence(state: Mapping) -> Iterable[tuple[str, object]]:
+    # the heartbeat tick asks every consumer group whether a member's silence has come due
+    return ("group_id", state["group_id"]), ("silence_due_ms", state.get("silence_due_ms"))
+
+
+# Groups as a batch restores them: built on first use (streaming.model.lazy); the heartbeat tick's questions are
+# answered without building one.
+_RESTORED_GROUP_CLASSES = {
+    kind: lazy_variant(cls, _restored_id_and_silence if cls is ConsumerGroup else _restored_id)
+    for kind, cls in _GROUP_CLASSES.items()}
 
 _T = RecordType
 _S = GroupCoordinatorShard

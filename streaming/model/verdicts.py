@@ -75,6 +75,7 @@ from typing import Callable, Iterable, Mapping
 
 from . import events as ev
 from .knobs import MS, check_bounds, knob
+from .lazy import Restorable, lazy_variant
 from .state_format import build, fields_of
 
 __all__ = ["RebalanceConfig", "RebalanceJudge", "VerdictRule", "VERDICTS"]
@@ -176,7 +177,7 @@ class _Episode:
 
 
 @dataclass(slots=True)
-class _GroupJudgement:
+class _GroupJudgement(Restorable):
     # member id -> (joined ms, identity, joined in a wholesale replacement)
     members: dict[str, tuple[int, str, bool]] = field(default_factory=dict)
     churn: deque = field(default_factory=deque)  # times of churn rebalances in the window
@@ -226,6 +227,17 @@ class _GroupJudgement:
                      shared=set(state.get("shared", ())), restarts=deque(state.get("restarts", ())),
                      silenced=deque(state.get("silenced", ())), ghosts=set(state.get("ghosts", ())),
                      stopped=deque(tuple(e) for e in state.get("stopped", ())))
+
+
+def _quiet_judgement_fields(state: Mapping) -> Iterable[tuple[str, object]]:
+    """What the heartbeat tick reads of every judgement (:meth:`RebalanceJudge.tick`), filled at restore so a quiet
+    group's judgement is not built: no open episode (an open one is built when read) and no storm."""
+    if state.get("episode") is None:
+        yield "episode", None
+    yield "storm_since", state.get("storm_since")
+
+
+_RestoredJudgement = lazy_variant(_GroupJudgement, _quiet_judgement_fields)
 
 
 class RebalanceJudge:
@@ -807,10 +819,11 @@ class RebalanceJudge:
 
     def to_state(self) -> dict:
         """Every group's judgement by name (:mod:`.state_format`); the config comes from the job's settings."""
-        return {"groups": {g: j.to_state() for g, j in self.groups.items()}}
+        return {"groups": {g: j.saved_state() for g, j in self.groups.items()}}
 
     def load_state(self, state: Mapping) -> None:
-        self.groups = {g: _GroupJudgement.from_state(j) for g, j in state["groups"].items()}
+        """Restores :meth:`to_state`; each group's judgement is built when first used (``streaming.model.lazy``)."""
+        self.groups = {g: _RestoredJudgement.restore(j) for g, j in state["groups"].items()}
 
 
 @dataclass(frozen=True, slots=True)
