@@ -123,3 +123,18 @@ def test_a_packed_task_names_deferred_ranges_and_packs_the_rest(broker):
     payloads, ranges = split_ranges(rows.column("payload").to_pylist())
     assert ranges == [OffsetRange("t", 0, 0, 10)], "an empty range is not named"
     assert unpack(payloads).column("value").to_pylist() == [b"h0", b"h1"]
+
+
+def test_deferred_ranges_ride_with_the_first_read_task_and_weigh_nothing():
+    reader = _reader(packed="true", deferredTopics="t", topics="t,hb", readTasks="2")
+    start = {"t": {str(p): 0 for p in range(6)}, "hb": {"0": 0, "1": 0}}
+    end = {"t": {str(p): 1_000_000 for p in range(6)}, "hb": {"0": 5, "1": 3}}
+    tasks = reader.partitions(start, end)
+    assert len(tasks) == 2, "the read topic's ranges still split over the tasks"
+    assert [r.topic for r in tasks[0].ranges].count("t") == 6 and all(r.topic == "hb" for r in tasks[1].ranges)
+    assert sorted(r.size for t in tasks for r in t.ranges if r.topic == "hb") == [3, 5]
+    only_named = reader.partitions(start, {"t": end["t"], "hb": {"0": 0, "1": 0}})
+    assert len(only_named) == 1 and len(only_named[0].ranges) == 6, "markers alone are one task"
+    assert reader.partitions(end, end) == []
+    undeferred = _reader(packed="true", topics="t", readTasks="2")
+    assert len(undeferred.partitions(start, {"t": end["t"]})) == 2
