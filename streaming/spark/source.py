@@ -108,7 +108,8 @@ class _Reader(RangeReader):
     def partitions(self, start: dict, end: dict):
         """The batch's read tasks. Ranges of deferred topics are only named (the shard steps read them), so they
         ride with the first task and weigh nothing in the split: a task of its own would cost a Python worker's
-        start and stop for a few markers (two thirds of a live batch's read stage at a 1 s trigger)."""
+        start and stop for a few markers (a live batch's read stage took 134–137 ms of task time with two, 61–62 ms
+        with one: ``benchmarks/bench_latency.py``)."""
         if not self.deferred:
             return super().partitions(start, end)
         ranges = plan_ranges(from_json_offsets(start or {}), from_json_offsets(end))
