@@ -70,6 +70,12 @@ class _Lazy:
     def saved_state(self) -> Mapping[str, Any]:
         return object.__getattribute__(self, "_saved")
 
+    def __reduce_ex__(self, protocol):
+        # pickle and copy name an object's class; the variant is made at run time and cannot be named, so a copy
+        # is of the plain object
+        self._build()
+        return self.__reduce_ex__(protocol)
+
     def _build(self) -> None:
         plain = type(self)._plain
         built = plain.from_state(object.__getattribute__(self, "_saved"))

@@ -3,6 +3,8 @@ fields it was restored from; the first read or write builds it, and nothing a ba
 
 from __future__ import annotations
 
+import copy
+import pickle
 from dataclasses import dataclass
 
 import pytest
@@ -91,3 +93,11 @@ def test_only_a_restorable_class_gets_a_lazy_variant():
 
     with pytest.raises(TypeError, match="Restorable"):
         lazy_variant(Plain)
+
+
+def test_a_restored_group_pickles_and_copies_as_the_plain_group():
+    shard = share_and_streams_shard()
+    for gid, original in shard.groups.items():
+        for copied in (pickle.loads(pickle.dumps(_restored(shard).groups[gid])),
+                       copy.deepcopy(_restored(shard).groups[gid])):
+            assert type(copied) is type(original) and copied == original
