@@ -51,6 +51,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from bench_catchup import OFFSETS_TOPIC, _free_port, _get, batch_log, loadavg, newest_cached_kafka, open_broker  # noqa: E402
 from bench_job import load_backlog  # noqa: E402
 from bench_soak import sample_memory, slope  # noqa: E402
+from proctree import machine_busy_seconds, process_cpu_seconds  # noqa: E402
 from protocol import partition_for  # noqa: E402
 from protocol.builders import new_offset_commit  # noqa: E402
 from protocol.codec import encode_record  # noqa: E402
@@ -133,22 +134,13 @@ class CpuSplit:
     """Cores used since the last :meth:`sample` by the broker, this process and the rest of the machine's busy
     time (the job and anything else running)."""
 
-    _TICK = os.sysconf("SC_CLK_TCK")
-
     def __init__(self, broker_pid: int | None) -> None:
         self.broker_pid = broker_pid
         self._last = self._read()
 
     def _read(self) -> tuple[float, float, float, float]:
-        with open("/proc/stat") as f:
-            user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f.readline().split()[1:8])
-        busy = (user + nice + system + irq + softirq) / self._TICK
-        broker = 0.0
-        if self.broker_pid is not None:
-            with open(f"/proc/{self.broker_pid}/stat") as f:
-                broker = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:15]) / self._TICK
-        own = sum(os.times()[:2])
-        return time.monotonic(), busy, broker, own
+        broker = 0.0 if self.broker_pid is None else process_cpu_seconds(self.broker_pid)
+        return time.monotonic(), machine_busy_seconds(), broker, sum(os.times()[:2])
 
     def sample(self) -> dict[str, float]:
         now = self._read()

@@ -50,6 +50,7 @@ from streaming.job.batch_sink import BatchSink  # noqa: E402
 from streaming.sinks.delta import DeltaSink  # noqa: E402
 
 from bench_catchup import OFFSETS_TOPIC, newest_cached_kafka, open_broker  # noqa: E402
+from proctree import machine_busy_seconds  # noqa: E402
 
 EVENTS = "bench-events"
 SLICES = 20  # the background load's sends per second
@@ -204,9 +205,7 @@ class _JobCpu:
         return total
 
     def snapshot(self) -> dict[str, float]:
-        with open("/proc/stat") as f:
-            user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
-        busy = (user + nice + system + irq + softirq) / self._TICK
+        busy = machine_busy_seconds()
         driver, jvm = self._cpu("self", children=False), self._cpu(self.jvm_pid)
         return {"driver": driver, "JVM": jvm, "Python workers": busy - self._others() - driver - jvm}
 

@@ -189,6 +189,14 @@ class ThreadCpuSampler(_Periodic):
         self.samples.append((time.time(), thread_cpu_seconds(self.name_prefix)))
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy since boot, summed over its cores (``/proc/stat``: user, nice,
+    system, irq and softirq time; idle, iowait and steal left out)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f.readline().split()[1:8])
+    return (user + nice + system + irq + softirq) / TICK
+
+
 def process_cpu_seconds(pid: int) -> float:
     """CPU seconds (user and system, all threads) used so far by process ``pid`` (0.0 once it is gone)."""
     try:

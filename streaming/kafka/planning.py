@@ -49,15 +49,22 @@ def plan_ranges(start: Offsets, end: Offsets) -> list[OffsetRange]:
     return [OffsetRange(t, p, start.get((t, p), 0), e) for (t, p), e in sorted(end.items()) if e > start.get((t, p), 0)]
 
 
-def split_tasks(ranges: list[OffsetRange], tasks: int) -> list[list[OffsetRange]]:
+def split_tasks(ranges: list[OffsetRange], tasks: int,
+                named: frozenset[str] = frozenset()) -> list[list[OffsetRange]]:
     """Groups ranges into at most ``tasks`` read tasks of similar size (largest first onto the lightest task).
 
-    About as many tasks as cores: one task per partition made batches several times slower (task overhead)."""
+    About as many tasks as cores: one task per partition made batches several times slower (task overhead).
+    Ranges of the ``named`` topics are only named by the read tasks (the shard steps read them), so they ride with
+    the first task and weigh nothing in the split: a task of their own would cost a Python worker's start and stop
+    for a few markers (a live batch's read stage took 134–137 ms of task time with two, 61–62 ms with one:
+    ``benchmarks/bench_latency.py``)."""
+    read = [r for r in ranges if r.topic not in named]
     tasks = max(1, tasks)
-    bins: list[list[OffsetRange]] = [[] for _ in range(min(tasks, len(ranges)) or 1)]
+    bins: list[list[OffsetRange]] = [[] for _ in range(min(tasks, len(read)) or 1)]
     loads = [0] * len(bins)
-    for r in sorted(ranges, key=lambda r: (-r.size, r.topic, r.partition)):
+    for r in sorted(read, key=lambda r: (-r.size, r.topic, r.partition)):
         i = loads.index(min(loads))
         bins[i].append(r)
         loads[i] += r.size
+    bins[0][:0] = [r for r in ranges if r.topic in named]
     return [b for b in bins if b]

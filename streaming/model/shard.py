@@ -674,20 +674,17 @@ _GROUP_CLASSES = {GroupType.CLASSIC: ClassicGroup, GroupType.CONSUMER: ConsumerG
                   GroupType.STREAMS: StreamsGroup}
 
 
-def _restored_id(state: Mapping) -> Iterable[tuple[str, object]]:
-    return (("group_id", state["group_id"]),)
-
-
-def _restored_id_and_silence(state: Mapping) -> Iterable[tuple[str, object]]:
-    # the heartbeat tick asks every consumer group whether a member's silence has come due
-    return ("group_id", state["group_id"]), ("silence_due_ms", state.get("silence_due_ms"))
+def _tick_fields(state: Mapping) -> Iterable[tuple[str, object]]:
+    """What the shard reads of every group every batch: its id, and, of a consumer group (the only type that keeps
+    the field), when a member's silence comes due (the heartbeat tick's question)."""
+    yield "group_id", state["group_id"]
+    if "silence_due_ms" in state:
+        yield "silence_due_ms", state["silence_due_ms"]
 
 
 # Groups as a batch restores them: built on first use (streaming.model.lazy); the heartbeat tick's questions are
 # answered without building one.
-_RESTORED_GROUP_CLASSES = {
-    kind: lazy_variant(cls, _restored_id_and_silence if cls is ConsumerGroup else _restored_id)
-    for kind, cls in _GROUP_CLASSES.items()}
+_RESTORED_GROUP_CLASSES = {kind: lazy_variant(cls, _tick_fields) for kind, cls in _GROUP_CLASSES.items()}
 
 _T = RecordType
 _S = GroupCoordinatorShard

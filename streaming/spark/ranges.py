@@ -26,6 +26,7 @@ class RangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     max_rows: int | None = None
     read_tasks: int = 2
     unlimited: frozenset[str] = frozenset()
+    deferred: frozenset[str] = frozenset()  # topics whose ranges the read tasks only name (see ``split_tasks``)
 
     def ends(self) -> Offsets | None:
         raise NotImplementedError
@@ -46,7 +47,7 @@ class RangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         ranges = plan_ranges(from_json_offsets(start or {}), from_json_offsets(end))
-        return [RangeTask(tuple(group)) for group in split_tasks(ranges, self.read_tasks)]
+        return [RangeTask(tuple(group)) for group in split_tasks(ranges, self.read_tasks, self.deferred)]
 
     def commit(self, end: dict) -> None:
         pass  # offsets are in Spark's checkpoint; nothing is committed anywhere else

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource
 
-from ..kafka.planning import from_json_offsets, plan_ranges, split_tasks, to_json_offsets
+from ..kafka.planning import to_json_offsets
 from streaming.job.packed import PACKED_DDL
 from .ranges import RangeReader, RangeTask
 
@@ -104,19 +104,6 @@ class _Reader(RangeReader):
             return self._target if self._target is not None else self._ends()
         except KafkaUnavailable:
             return None  # no news while the cluster is unreachable
-
-    def partitions(self, start: dict, end: dict):
-        """The batch's read tasks. Ranges of deferred topics are only named (the shard steps read them), so they
-        ride with the first task and weigh nothing in the split: a task of its own would cost a Python worker's
-        start and stop for a few markers (a live batch's read stage took 134–137 ms of task time with two, 61–62 ms
-        with one: ``benchmarks/bench_latency.py``)."""
-        if not self.deferred:
-            return super().partitions(start, end)
-        ranges = plan_ranges(from_json_offsets(start or {}), from_json_offsets(end))
-        named = [r for r in ranges if r.topic in self.deferred]
-        tasks = split_tasks([r for r in ranges if r.topic not in self.deferred], self.read_tasks) or [[]]
-        tasks[0] = named + tasks[0]
-        return [RangeTask(tuple(t)) for t in tasks if t]
 
     # ---- executor side --------------------------------------------------------------------------------------
 

@@ -118,3 +118,11 @@ def test_every_range_is_read_once_and_no_task_is_heavier_than_the_lightest_by_mo
     if len(got) > 1:
         loads = [sum(r.size for r in task) for task in got]
         assert max(loads) - min(loads) <= max(sizes), loads
+
+
+def test_named_ranges_ride_with_the_first_task_and_weigh_nothing():
+    named = [OffsetRange("offsets", p, 0, 1_000_000) for p in range(3)]
+    read = [OffsetRange("hb", 0, 0, 5), OffsetRange("hb", 1, 0, 3)]
+    assert split_tasks(named + read, 2, frozenset({"offsets"})) == [named + [read[0]], [read[1]]]
+    assert split_tasks(named, 2, frozenset({"offsets"})) == [named], "names alone are one task"
+    assert split_tasks([], 2, frozenset({"offsets"})) == []
